@@ -1,0 +1,27 @@
+// Package algorithms holds pacer's rate-limiting and pacing algorithms.
+//
+// Every algorithm is pure and deterministic: no goroutines, no sleeping, no
+// I/O and no reading of the clock. Each decision takes the current time as an
+// argument, in the manner of golang.org/x/time/rate's *At methods, so a test
+// drives it on a fixed timeline and a caller decides how to wait.
+//
+// A stale now never mints permits: a time earlier than one an algorithm has
+// already seen is treated as that later time.
+package algorithms
+
+import "time"
+
+// Limiter is the contract every algorithm offers and the engine consumes.
+//
+// Reserve asks for n permits at now. When ok is true the permits are granted
+// and may be used after wait (0: at once). When ok is false nothing was
+// consumed, and wait is the earliest moment, relative to now, at which asking
+// again can succeed (0 when the limiter cannot tell, or never for this n).
+//
+// Cancel gives back n permits granted by an earlier Reserve that will not be
+// used (a message dropped before sending). It never raises the available
+// permits above the limiter's capacity, and never more than was granted.
+type Limiter interface {
+	Reserve(now time.Time, n int) (wait time.Duration, ok bool)
+	Cancel(now time.Time, n int)
+}

@@ -1,0 +1,166 @@
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalidRate is wrapped by every error that rejects a rate.
+var ErrInvalidRate = errors.New("algorithms: invalid rate")
+
+// Rate is Count events per Per: an exact rational, so 3/s or 1/30d carry no
+// rounding error. The zero value is not a valid rate; use Validate.
+type Rate struct {
+	Count int64         // events per Per; > 0
+	Per   time.Duration // the period; > 0
+}
+
+// Limits on rates that the algorithms accept. Anything outside is refused by
+// Validate with a clear error rather than overflowing integer arithmetic.
+const (
+	// MaxRatePerSecond is the fastest rate accepted: one event per nanosecond.
+	MaxRatePerSecond = 1e9
+	// MaxInterval is the slowest accepted spacing: one event per
+	// 366 days.
+	MaxInterval = 366 * 24 * time.Hour
+)
+
+// PerSecond returns a Rate of n events per second. Fractional rates are kept
+// with microevent precision (n=0.5 is 1 per 2s exactly).
+func PerSecond(n float64) Rate {
+	if n == math.Trunc(n) && n < 1<<53 {
+		return Rate{Count: int64(n), Per: time.Second}
+	}
+	// Scale to keep up to 6 decimal places.
+	return Rate{Count: int64(math.Round(n * 1e6)), Per: 1e6 * time.Second}.reduce()
+}
+
+// Every returns a Rate of one event per interval.
+func Every(interval time.Duration) Rate { return Rate{Count: 1, Per: interval} }
+
+// Validate reports whether r is usable: positive, finite, not faster than
+// MaxRatePerSecond and not slower than one event per MaxInterval.
+func (r Rate) Validate() error {
+	if r.Count <= 0 || r.Per <= 0 {
+		return fmt.Errorf("%w: %d per %v (both must be > 0)", ErrInvalidRate, r.Count, r.Per)
+	}
+	if r.PerSecond() > MaxRatePerSecond {
+		return fmt.Errorf("%w: %s is faster than %g/s", ErrInvalidRate, r, float64(MaxRatePerSecond))
+	}
+	if float64(r.Per)/float64(r.Count) > float64(MaxInterval) {
+		return fmt.Errorf("%w: %s is slower than one per %v", ErrInvalidRate, r, MaxInterval)
+	}
+	return nil
+}
+
+// PerSecond returns the rate as events per second (for display and metrics;
+// the algorithms never accumulate this float).
+func (r Rate) PerSecond() float64 {
+	if r.Per <= 0 {
+		return 0
+	}
+	return float64(r.Count) * float64(time.Second) / float64(r.Per)
+}
+
+// Interval returns the spacing between events, rounded down to a nanosecond.
+func (r Rate) Interval() time.Duration {
+	if r.Count <= 0 {
+		return 0
+	}
+	return r.Per / time.Duration(r.Count)
+}
+
+// String formats r as "N/unit", e.g. "100/s", "1/30m0s".
+func (r Rate) String() string {
+	switch r.Per {
+	case time.Second:
+		return strconv.FormatInt(r.Count, 10) + "/s"
+	case time.Minute:
+		return strconv.FormatInt(r.Count, 10) + "/m"
+	case time.Hour:
+		return strconv.FormatInt(r.Count, 10) + "/h"
+	case 24 * time.Hour:
+		return strconv.FormatInt(r.Count, 10) + "/day"
+	}
+	if r.Per > 0 && r.Per%time.Second == 0 && r.Count > 0 {
+		return strconv.FormatFloat(r.PerSecond(), 'g', -1, 64) + "/s"
+	}
+	return strconv.FormatInt(r.Count, 10) + "/" + r.Per.String()
+}
+
+func (r Rate) reduce() Rate {
+	a, b := r.Count, int64(r.Per)
+	for b != 0 {
+		a, b = b, a%b
+	}
+	if a > 1 {
+		r.Count /= a
+		r.Per /= time.Duration(a)
+	}
+	return r
+}
+
+var rateUnits = map[string]time.Duration{
+	"ns": time.Nanosecond, "us": time.Microsecond, "ms": time.Millisecond,
+	"s": time.Second, "sec": time.Second, "second": time.Second,
+	"m": time.Minute, "min": time.Minute, "minute": time.Minute,
+	"h": time.Hour, "hour": time.Hour,
+	"d": 24 * time.Hour, "day": 24 * time.Hour,
+}
+
+// ParseRate parses human rates: "100/s", "6000/m", "1M/day", "2.5k/h",
+// "1/30s", "0.5/s". Suffixes k, M, G multiply the count by 1e3, 1e6, 1e9.
+// The result is validated.
+func ParseRate(s string) (Rate, error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	num, per, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("%w: %q: want COUNT/UNIT such as 100/s, 6000/m or 1M/day", ErrInvalidRate, orig)
+	}
+	num, per = strings.TrimSpace(num), strings.TrimSpace(per)
+	mult := 1.0
+	if n := len(num); n > 0 {
+		switch num[n-1] {
+		case 'k', 'K':
+			mult, num = 1e3, num[:n-1]
+		case 'M':
+			mult, num = 1e6, num[:n-1]
+		case 'G':
+			mult, num = 1e9, num[:n-1]
+		}
+	}
+	count, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(count) || math.IsInf(count, 0) || count <= 0 {
+		return Rate{}, fmt.Errorf("%w: %q: count must be a positive number", ErrInvalidRate, orig)
+	}
+	count *= mult
+	unit, ok := rateUnits[per]
+	if !ok {
+		// "30s", "1h30m": a Go duration after the slash.
+		d, derr := time.ParseDuration(per)
+		if derr != nil || d <= 0 {
+			return Rate{}, fmt.Errorf("%w: %q: unknown unit %q (use s, m, h, day or a duration like 30s)", ErrInvalidRate, orig, per)
+		}
+		unit = d
+	}
+	var r Rate
+	if count == math.Trunc(count) && count < 1<<62 {
+		r = Rate{Count: int64(count), Per: unit}
+	} else {
+		// Keep six decimals of the count exactly by scaling the period.
+		scaled := math.Round(count * 1e6)
+		if scaled >= 1<<62 || float64(unit)*1e6 >= 1<<62 {
+			return Rate{}, fmt.Errorf("%w: %q: out of range", ErrInvalidRate, orig)
+		}
+		r = Rate{Count: int64(scaled), Per: unit * 1e6}.reduce()
+	}
+	if err := r.Validate(); err != nil {
+		return Rate{}, fmt.Errorf("%w (parsing %q)", err, orig)
+	}
+	return r, nil
+}
