@@ -1,0 +1,360 @@
+// Package config is pacer's configuration: one YAML file decoded strictly
+// (an unknown or misspelt field is an error with its line), with human units
+// (rates such as 100/s, 6000/m, 1M/day; durations such as 250ms),
+// ${ENV} and ${ENV:-default} expansion, and a Validate that reports every
+// problem at once with its field path and line.
+//
+// Default returns the documented defaults; Load and Parse start from them, so
+// a field left out of the file keeps its default. Secrets (passwords, tokens,
+// DSNs) are typed Secret and never print.
+package config
+
+import "time"
+
+// Config is the whole configuration of one pacer worker.
+type Config struct {
+	Source     Source     `yaml:"source" json:"source"`
+	Shaping    Shaping    `yaml:"shaping" json:"shaping"`
+	Sink       Sink       `yaml:"sink" json:"sink"`
+	DeadLetter DeadLetter `yaml:"dead_letter" json:"dead_letter"`
+	Retry      Retry      `yaml:"retry" json:"retry"`
+	// Ordering: "none" (default; any order, fastest), "key" (messages with
+	// the same key are delivered one at a time, in order) or "partition"
+	// (one at a time per Kafka partition / NATS subject).
+	Ordering string   `yaml:"ordering" json:"ordering"`
+	Batching Batching `yaml:"batching" json:"batching"`
+	Admin    Admin    `yaml:"admin" json:"admin"`
+	Log      Log      `yaml:"log" json:"log"`
+	// DrainTimeout bounds a clean stop (SIGTERM): in-flight deliveries get
+	// this long to finish; what does not finish is left for redelivery.
+	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
+
+	// where records the line and column of every field present in the file,
+	// by path ("shaping.rate"), for Validate's messages.
+	where map[string]Pos
+}
+
+// Pos is a place in the YAML file (1-based; zero when unknown).
+type Pos struct{ Line, Column int }
+
+// Source selects and configures the broker pacer consumes from.
+type Source struct {
+	// Type is "kafka" or "nats".
+	Type  string `yaml:"type" json:"type"`
+	Kafka Kafka  `yaml:"kafka" json:"kafka"`
+	NATS  NATS   `yaml:"nats" json:"nats"`
+}
+
+// Kafka is a Kafka consumer-group source.
+type Kafka struct {
+	Brokers []string `yaml:"brokers" json:"brokers"`
+	Topics  []string `yaml:"topics" json:"topics"`
+	// Group is the consumer group; workers in one group share partitions.
+	Group    string `yaml:"group" json:"group"`
+	ClientID string `yaml:"client_id" json:"client_id"`
+	// Version is the Kafka protocol version to speak (default 3.6.0).
+	Version string `yaml:"version" json:"version"`
+	// InitialOffset is where a new group starts: "oldest" or "newest".
+	InitialOffset string `yaml:"initial_offset" json:"initial_offset"`
+	TLS           TLS    `yaml:"tls" json:"tls"`
+	SASL          SASL   `yaml:"sasl" json:"sasl"`
+}
+
+// SASL is Kafka authentication.
+type SASL struct {
+	// Mechanism: "" (none), "PLAIN", "SCRAM-SHA-256" or "SCRAM-SHA-512".
+	Mechanism string `yaml:"mechanism" json:"mechanism"`
+	Username  string `yaml:"username" json:"username"`
+	Password  Secret `yaml:"password" json:"password"`
+}
+
+// NATS is a JetStream pull-consumer source.
+type NATS struct {
+	URL    string `yaml:"url" json:"url"`
+	Stream string `yaml:"stream" json:"stream"`
+	// Subjects filter the stream (empty: all of it).
+	Subjects []string `yaml:"subjects" json:"subjects"`
+	// Consumer is the durable consumer name; workers sharing it share work.
+	Consumer string `yaml:"consumer" json:"consumer"`
+	// AckWait is how long JetStream waits for an ack before redelivering.
+	AckWait Duration `yaml:"ack_wait" json:"ack_wait"`
+	// MaxDeliver caps redeliveries (0: JetStream's default, unlimited).
+	MaxDeliver int `yaml:"max_deliver" json:"max_deliver"`
+	// FetchBatch is how many messages one pull asks for.
+	FetchBatch int      `yaml:"fetch_batch" json:"fetch_batch"`
+	TLS        TLS      `yaml:"tls" json:"tls"`
+	Auth       NATSAuth `yaml:"auth" json:"auth"`
+}
+
+// NATSAuth is NATS authentication; set at most one of token, user/password,
+// creds_file, nkey_file.
+type NATSAuth struct {
+	Token     Secret `yaml:"token" json:"token"`
+	User      string `yaml:"user" json:"user"`
+	Password  Secret `yaml:"password" json:"password"`
+	CredsFile string `yaml:"creds_file" json:"creds_file"`
+	NKeyFile  string `yaml:"nkey_file" json:"nkey_file"`
+}
+
+// TLS configures a client TLS connection.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled" json:"enabled"`
+	CAFile             string `yaml:"ca_file" json:"ca_file"`
+	CertFile           string `yaml:"cert_file" json:"cert_file"`
+	KeyFile            string `yaml:"key_file" json:"key_file"`
+	ServerName         string `yaml:"server_name" json:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify" json:"insecure_skip_verify"`
+}
+
+// Shaping decides when each message may go on.
+//
+// Stages in order: per-key limit, quotas, token bucket (rate, burst), peak
+// pacer (peak), global Redis limit. Adaptive control moves rate between
+// adaptive.min and adaptive.max from the downstream's feedback.
+type Shaping struct {
+	// Rate is the sustained rate (required).
+	Rate Rate `yaml:"rate" json:"rate"`
+	// Burst is how many messages may go at once above the sustained rate
+	// (default: one second's worth of rate, at least 1).
+	Burst int `yaml:"burst" json:"burst"`
+	// Peak, when set, is a hard ceiling: never faster than one message per
+	// 1/peak, even inside a burst. Must be >= rate.
+	Peak Rate `yaml:"peak" json:"peak"`
+	// MaxWait is how far ahead a message may be scheduled (borrowing);
+	// 0 waits for permits to exist.
+	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
+	// QueueSize bounds messages held waiting for admission; beyond it the
+	// source is paused.
+	QueueSize int `yaml:"queue_size" json:"queue_size"`
+	// MaxInFlight bounds concurrent deliveries to the sink.
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
+	// StartEmpty starts the bucket with no tokens (no burst at start-up).
+	StartEmpty bool `yaml:"start_empty" json:"start_empty"`
+	// Warmup ramps the rate linearly from a tenth to rate over this long
+	// after start-up (0: no ramp).
+	Warmup   Duration `yaml:"warmup" json:"warmup"`
+	PerKey   PerKey   `yaml:"per_key" json:"per_key"`
+	Quotas   []Quota  `yaml:"quotas" json:"quotas"`
+	Global   Global   `yaml:"global" json:"global"`
+	Adaptive Adaptive `yaml:"adaptive" json:"adaptive"`
+}
+
+// PerKey limits each message key separately (enabled when rate is set).
+type PerKey struct {
+	Rate  Rate `yaml:"rate" json:"rate"`
+	Burst int  `yaml:"burst" json:"burst"`
+	// Key is what identifies a key: "key" (the message key) or
+	// "header:NAME".
+	Key string `yaml:"key" json:"key"`
+	// MaxKeys bounds the keys tracked at once; the least recently used
+	// idle key is forgotten first.
+	MaxKeys int      `yaml:"max_keys" json:"max_keys"`
+	IdleTTL Duration `yaml:"idle_ttl" json:"idle_ttl"`
+}
+
+// Quota is a window limit, e.g. 10000/day: at most Limit.Count messages in
+// any Limit.Per ("sliding") or in each calendar-aligned Limit.Per ("fixed").
+type Quota struct {
+	Name  string `yaml:"name" json:"name"`
+	Limit Rate   `yaml:"limit" json:"limit"`
+	// Window: "sliding" (default) or "fixed".
+	Window string `yaml:"window" json:"window"`
+}
+
+// Global is a budget shared by every worker through Redis (enabled when
+// redis_url is set).
+type Global struct {
+	RedisURL Secret `yaml:"redis_url" json:"redis_url"`
+	// Key names the shared budget; workers with the same key share it.
+	Key   string `yaml:"key" json:"key"`
+	Rate  Rate   `yaml:"rate" json:"rate"`
+	Burst int    `yaml:"burst" json:"burst"`
+	// Lease is how many permits a worker takes from Redis at a time.
+	Lease int `yaml:"lease" json:"lease"`
+	// OnFailure is what happens while Redis is unreachable: "closed"
+	// (default: admit nothing, pause) or "open" (fall back to the local
+	// limits alone).
+	OnFailure string `yaml:"on_failure" json:"on_failure"`
+}
+
+// Adaptive moves the sustained rate from the downstream's feedback
+// (429, 503, Retry-After, RateLimit headers, latency).
+type Adaptive struct {
+	// Mode: "off" (default), "aimd" or "pid".
+	Mode string `yaml:"mode" json:"mode"`
+	Min  Rate   `yaml:"min" json:"min"`
+	Max  Rate   `yaml:"max" json:"max"`
+	// Increase (aimd) is added to the rate every interval without throttling.
+	Increase Rate `yaml:"increase" json:"increase"`
+	// Decrease (aimd) multiplies the rate on throttling (0 < decrease < 1).
+	Decrease float64 `yaml:"decrease" json:"decrease"`
+	// Interval between adjustments.
+	Interval Duration `yaml:"interval" json:"interval"`
+	// TargetLatency (pid) is the downstream latency to hold.
+	TargetLatency Duration `yaml:"target_latency" json:"target_latency"`
+}
+
+// Sink selects and configures the downstream.
+type Sink struct {
+	// Type is "http", "sql" or "stdout".
+	Type   string `yaml:"type" json:"type"`
+	HTTP   HTTP   `yaml:"http" json:"http"`
+	SQL    SQL    `yaml:"sql" json:"sql"`
+	Stdout Stdout `yaml:"stdout" json:"stdout"`
+}
+
+// HTTP posts each message (or batch) to an API.
+type HTTP struct {
+	URL    string `yaml:"url" json:"url"`
+	Method string `yaml:"method" json:"method"`
+	// Headers are sent with every request; values are secrets (API keys).
+	Headers     map[string]Secret `yaml:"headers" json:"headers"`
+	BearerToken Secret            `yaml:"bearer_token" json:"bearer_token"`
+	ContentType string            `yaml:"content_type" json:"content_type"`
+	Timeout     Duration          `yaml:"timeout" json:"timeout"`
+	TLS         TLS               `yaml:"tls" json:"tls"`
+}
+
+// SQL writes each message (or batch) to a database.
+type SQL struct {
+	// Driver: "postgres" or "sqlite".
+	Driver string `yaml:"driver" json:"driver"`
+	DSN    Secret `yaml:"dsn" json:"dsn"`
+	// Table receives (id, key, value, headers, topic, received_at) rows;
+	// or give Statement, a parameterised statement of your own.
+	Table     string `yaml:"table" json:"table"`
+	Statement string `yaml:"statement" json:"statement"`
+	// MaxConns bounds the connection pool (default: shaping.max_in_flight).
+	MaxConns int `yaml:"max_conns" json:"max_conns"`
+}
+
+// Stdout prints messages, for trying things out.
+type Stdout struct {
+	// Format: "json" (default) or "raw" (the value only).
+	Format string `yaml:"format" json:"format"`
+}
+
+// DeadLetter is where rejected messages go.
+type DeadLetter struct {
+	// Type: "none" (default: a rejected message is logged and acked),
+	// "topic" (Kafka), "subject" (NATS) or "file" (JSON lines).
+	Type    string `yaml:"type" json:"type"`
+	Topic   string `yaml:"topic" json:"topic"`
+	Subject string `yaml:"subject" json:"subject"`
+	Path    string `yaml:"path" json:"path"`
+}
+
+// Retry governs transient failures. Every attempt is admitted by the shaper.
+type Retry struct {
+	// MaxAttempts counts deliveries including the first; after the last a
+	// message is dead-lettered. 0 retries forever.
+	MaxAttempts    int      `yaml:"max_attempts" json:"max_attempts"`
+	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff"`
+	MaxBackoff     Duration `yaml:"max_backoff" json:"max_backoff"`
+	Multiplier     float64  `yaml:"multiplier" json:"multiplier"`
+	// Jitter is the random fraction of each backoff (0..1).
+	Jitter float64 `yaml:"jitter" json:"jitter"`
+}
+
+// Batching groups admitted messages into one Deliver call (1: no batching).
+type Batching struct {
+	Size   int      `yaml:"size" json:"size"`
+	Linger Duration `yaml:"linger" json:"linger"`
+}
+
+// Admin is the admin HTTP listener: /metrics, /healthz, /readyz, /status,
+// the status page and PUT /rate.
+type Admin struct {
+	// Listen is host:port; "" turns the listener off. Loopback by default.
+	Listen string `yaml:"listen" json:"listen"`
+	// AllowRemote must be true to listen on a non-loopback address.
+	AllowRemote bool `yaml:"allow_remote" json:"allow_remote"`
+	// TokenEnv names the environment variable holding the bearer token
+	// for PUT /rate; unset or empty variable: the endpoint is off.
+	TokenEnv string `yaml:"token_env" json:"token_env"`
+}
+
+// Log configures log/slog output (on stderr).
+type Log struct {
+	// Level: "debug", "info" (default), "warn" or "error".
+	Level string `yaml:"level" json:"level"`
+	// Format: "text" (default) or "json".
+	Format string `yaml:"format" json:"format"`
+}
+
+// Default returns the documented defaults. A file only needs the source,
+// the sink and shaping.rate.
+func Default() Config {
+	return Config{
+		Source: Source{
+			Kafka: Kafka{
+				Group:         "pacer",
+				ClientID:      "pacer",
+				Version:       "3.6.0",
+				InitialOffset: "oldest",
+			},
+			NATS: NATS{
+				URL:        "nats://127.0.0.1:4222",
+				Consumer:   "pacer",
+				AckWait:    Duration(30 * time.Second),
+				FetchBatch: 64,
+			},
+		},
+		Shaping: Shaping{
+			QueueSize:   1000,
+			MaxInFlight: 16,
+			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
+			Global:      Global{Key: "pacer", Lease: 10, OnFailure: "closed"},
+			Adaptive: Adaptive{
+				Mode:          "off",
+				Decrease:      0.5,
+				Interval:      Duration(time.Second),
+				TargetLatency: Duration(200 * time.Millisecond),
+			},
+		},
+		Sink: Sink{
+			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},
+			SQL:    SQL{Driver: "postgres", Table: "pacer_messages"},
+			Stdout: Stdout{Format: "json"},
+		},
+		DeadLetter: DeadLetter{Type: "none"},
+		Retry: Retry{
+			MaxAttempts:    10,
+			InitialBackoff: Duration(100 * time.Millisecond),
+			MaxBackoff:     Duration(30 * time.Second),
+			Multiplier:     2,
+			Jitter:         0.2,
+		},
+		Ordering:     "none",
+		Batching:     Batching{Size: 1},
+		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
+		Log:          Log{Level: "info", Format: "text"},
+		DrainTimeout: Duration(30 * time.Second),
+	}
+}
+
+// Has reports whether the file set the field at path ("shaping.peak").
+func (c *Config) Has(path string) bool {
+	_, ok := c.where[path]
+	return ok
+}
+
+// Where returns the position of path in the file, or of its closest
+// ancestor present there (zero Pos when none).
+func (c *Config) Where(path string) Pos {
+	for p := path; p != ""; p = parent(p) {
+		if pos, ok := c.where[p]; ok {
+			return pos
+		}
+	}
+	return Pos{}
+}
+
+func parent(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '.' || p[i] == '[' {
+			return p[:i]
+		}
+	}
+	return ""
+}

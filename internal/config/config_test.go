@@ -1,0 +1,364 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func mustParse(t *testing.T, text string, vars map[string]string) *Config {
+	t.Helper()
+	c, err := Parse([]byte(text), env(vars))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c
+}
+
+func problemsOf(t *testing.T, text string, vars map[string]string) Problems {
+	t.Helper()
+	_, err := Parse([]byte(text), env(vars))
+	if err == nil {
+		t.Fatalf("Parse(%q) = nil error, want problems", text)
+	}
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("Parse error %T is not Problems: %v", err, err)
+	}
+	return ps
+}
+
+const minimal = `source:
+  type: nats
+  nats:
+    stream: ORDERS
+shaping:
+  rate: 100/s
+sink:
+  type: stdout
+`
+
+func TestDefaultsFillTheRest(t *testing.T) {
+	c := mustParse(t, minimal, nil)
+	d := Default()
+	if got, want := c.Source.NATS.URL, d.Source.NATS.URL; got != want {
+		t.Errorf("nats.url = %q want default %q", got, want)
+	}
+	if got := c.Shaping.Rate.Rate; got != (algorithms.Rate{Count: 100, Per: time.Second}) {
+		t.Errorf("rate = %v want 100/s", got)
+	}
+	if got, want := c.Shaping.EffectiveBurst(), 100; got != want {
+		t.Errorf("EffectiveBurst() = %d want %d", got, want)
+	}
+	if c.Admin.Listen != "127.0.0.1:9090" {
+		t.Errorf("admin.listen = %q want loopback default", c.Admin.Listen)
+	}
+	if c.DrainTimeout.D() != 30*time.Second {
+		t.Errorf("drain_timeout = %v", c.DrainTimeout)
+	}
+	if !c.Has("shaping.rate") || c.Has("shaping.peak") {
+		t.Errorf("Has: rate=%v peak=%v want true,false", c.Has("shaping.rate"), c.Has("shaping.peak"))
+	}
+	if p := c.Where("shaping.rate"); p.Line != 6 {
+		t.Errorf("Where(shaping.rate) = %+v want line 6", p)
+	}
+	if p := c.Where("shaping.peak"); p.Line != 5 {
+		t.Errorf("Where(shaping.peak) = %+v want its parent's line 5", p)
+	}
+}
+
+func TestHumanUnits(t *testing.T) {
+	for _, tc := range []struct {
+		rate string
+		want algorithms.Rate
+	}{
+		{"100/s", algorithms.Rate{Count: 100, Per: time.Second}},
+		{"6000/m", algorithms.Rate{Count: 6000, Per: time.Minute}},
+		{"1M/day", algorithms.Rate{Count: 1e6, Per: 24 * time.Hour}},
+		{"'2.5k/h'", algorithms.Rate{Count: 2500, Per: time.Hour}},
+		{"1/30s", algorithms.Rate{Count: 1, Per: 30 * time.Second}},
+	} {
+		text := strings.Replace(minimal, "rate: 100/s", "rate: "+tc.rate, 1)
+		c := mustParse(t, text, nil)
+		if c.Shaping.Rate.Rate != tc.want {
+			t.Errorf("rate %s = %+v want %+v", tc.rate, c.Shaping.Rate.Rate, tc.want)
+		}
+	}
+	c := mustParse(t, minimal+"drain_timeout: 1m30s\nretry:\n  initial_backoff: 250ms\n", nil)
+	if c.DrainTimeout.D() != 90*time.Second || c.Retry.InitialBackoff.D() != 250*time.Millisecond {
+		t.Errorf("durations = %v, %v", c.DrainTimeout, c.Retry.InitialBackoff)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	text := minimal + `dead_letter:
+  type: file
+  path: ${DLQ_DIR:-/var/lib/pacer}/dead.jsonl
+admin:
+  listen: ${ADMIN:-127.0.0.1:9000}
+  token_env: TOKEN
+# a comment mentioning ${NOT_SET} is left alone
+log:
+  level: ${LEVEL}
+  format: $$json
+`
+	_, err := Parse([]byte(text), env(map[string]string{"LEVEL": "debug", "ADMIN": "127.0.0.1:9999"}))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != 1 || !strings.Contains(ps[0].Msg, `"$json"`) {
+		t.Fatalf("want exactly the $$ escape to reach log.format as $json, got %v", err)
+	}
+	text = strings.Replace(text, "$$json", "json", 1)
+	c := mustParse(t, text, map[string]string{"LEVEL": "debug", "ADMIN": "127.0.0.1:9999"})
+	if c.DeadLetter.Path != "/var/lib/pacer/dead.jsonl" || c.Admin.Listen != "127.0.0.1:9999" || c.Log.Level != "debug" {
+		t.Errorf("expanded: path=%q listen=%q level=%q", c.DeadLetter.Path, c.Admin.Listen, c.Log.Level)
+	}
+	ps = problemsOf(t, text, nil)
+	if len(ps) != 1 || ps[0].Line != 17 || !strings.Contains(ps[0].Msg, "LEVEL is not set") {
+		t.Errorf("unset variable: got %v want one problem on line 17", ps)
+	}
+	// An empty variable takes the default, as in the shell.
+	c = mustParse(t, text, map[string]string{"LEVEL": "info", "ADMIN": ""})
+	if c.Admin.Listen != "127.0.0.1:9000" {
+		t.Errorf("empty ADMIN: listen = %q want the default", c.Admin.Listen)
+	}
+}
+
+func TestExpandTable(t *testing.T) {
+	vars := env(map[string]string{"A": "x", "E": ""})
+	for _, tc := range []struct {
+		in, want string
+		probs    int
+	}{
+		{"a: ${A}", "a: x", 0},
+		{"a: ${A:-d}", "a: x", 0},
+		{"a: ${B:-d}", "a: d", 0},
+		{"a: ${E}", "a: ", 0},
+		{"a: ${E:-d}", "a: d", 0},
+		{"a: $A", "a: $A", 0},
+		{"a: $${A}", "a: ${A}", 0},
+		{"a: ${B}", "a: ", 1},
+		{"a: ${1X}", "a: ", 1},
+		{"a: ${A", "a: ${A", 1},
+		{"  # ${B}\nb: 1", "  # ${B}\nb: 1", 0},
+		{"a: 1 $", "a: 1 $", 0},
+	} {
+		got, probs := Expand(tc.in, vars)
+		if got != tc.want || len(probs) != tc.probs {
+			t.Errorf("Expand(%q) = %q, %v want %q with %d problem(s)", tc.in, got, probs, tc.want, tc.probs)
+		}
+	}
+}
+
+// TestEveryProblemAtOnce: a broken file reports all its problems, each with
+// its line and field path, in file order.
+func TestEveryProblemAtOnce(t *testing.T) {
+	text := `source:
+  type: nats
+  nats:
+    url: nats://127.0.0.1:4222
+    stream: ORDERS
+    sbjects: [orders.>]
+shaping:
+  rate: 100/s
+  burst: abc
+  peak: 50/s
+  quotas:
+    - name: daily
+      limit: 10000/day
+    - limit: nope
+sink:
+  type: http
+  http:
+    url: ${API_URL:-http://localhost:8080/x}
+    headers:
+      X-Api-Key: ${KEY}
+    timeout: 2 seconds
+bogus: 1
+`
+	ps := problemsOf(t, text, nil)
+	want := []struct {
+		line int
+		path string
+		msg  string
+	}{
+		{6, "source.nats.sbjects", `unknown field "sbjects" (did you mean "subjects"?)`},
+		{9, "shaping.burst", `want an integer, got "abc"`},
+		{10, "shaping.peak", "peak 50/s is below rate 100/s"},
+		{14, "shaping.quotas[1].limit", `want a rate such as 100/s, 6000/m or 1M/day, got "nope"`},
+		{20, "", "environment variable KEY is not set"},
+		{21, "sink.http.timeout", `want a duration such as 250ms or 30s, got "2 seconds"`},
+		{22, "bogus", `unknown field "bogus"`},
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("got %d problems want %d:\n%v", len(ps), len(want), ps)
+	}
+	for i, w := range want {
+		p := ps[i]
+		if p.Line != w.line || p.Path != w.path || !strings.Contains(p.Msg, w.msg) {
+			t.Errorf("problem %d = {line %d, %q, %q} want {line %d, %q, ~%q}", i, p.Line, p.Path, p.Msg, w.line, w.path, w.msg)
+		}
+	}
+	if s := ps.Error(); !strings.Contains(s, "line 9: shaping.burst: want an integer") {
+		t.Errorf("Error() = %q lacks the line-prefixed form", s)
+	}
+}
+
+func TestValidateCombinations(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		path, msg  string
+	}{
+		{"no source", "shaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.type", "missing"},
+		{"no sink", "source:\n  type: nats\n  nats:\n    stream: S\nshaping:\n  rate: 1/s\n", "sink.type", "missing"},
+		{"no rate", "source:\n  type: nats\n  nats:\n    stream: S\nsink:\n  type: stdout\n", "shaping.rate", "missing"},
+		{"kafka without brokers", "source:\n  type: kafka\n  kafka:\n    topics: [t]\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.kafka.brokers", "missing"},
+		{"nats settings on kafka", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t]\n  nats:\n    stream: S\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.nats", "ignored"},
+		{"sasl without password", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t]\n    sasl:\n      mechanism: PLAIN\n      username: u\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.kafka.sasl.password", "missing"},
+		{"http without url", minimalWith("sink:\n  type: http\n"), "sink.http.url", "missing"},
+		{"sql without dsn", minimalWith("sink:\n  type: sql\n"), "sink.sql.dsn", "missing"},
+		{"topic dlq on nats", minimal + "dead_letter:\n  type: topic\n  topic: x\n", "dead_letter.type", "kafka source"},
+		{"remote admin", minimal + "admin:\n  listen: 0.0.0.0:9090\n", "admin.listen", "loopback"},
+		{"adaptive without bounds", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  adaptive:\n    mode: aimd", 1), "shaping.adaptive.min", "missing"},
+		{"global without url", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    rate: 5/s", 1), "shaping.global.redis_url", "missing"},
+		{"backoff upside down", minimal + "retry:\n  initial_backoff: 2s\n  max_backoff: 1s\n", "retry.max_backoff", "below"},
+		{"bad level", minimal + "log:\n  level: loud\n", "log.level", `"loud" is not one of`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.text), nil)
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("Parse = %v want problems", err)
+			}
+			for _, p := range ps {
+				if p.Path == tc.path && strings.Contains(p.Msg, tc.msg) {
+					return
+				}
+			}
+			t.Errorf("want a problem at %s containing %q, got:\n%v", tc.path, tc.msg, ps)
+		})
+	}
+}
+
+// minimalWith replaces minimal's sink section.
+func minimalWith(sink string) string {
+	i := strings.Index(minimal, "sink:")
+	return minimal[:i] + sink
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	text := strings.Replace(minimalWith("sink:\n  type: sql\n  sql:\n    dsn: postgres://u:${PW}@db/x\n"), "rate: 100/s",
+		"rate: 100/s\n  global:\n    redis_url: redis://:topsecret@r:6379/0\n    rate: 1/s", 1)
+	c := mustParse(t, text, map[string]string{"PW": "hunter2"})
+	if got := c.Sink.SQL.DSN.Reveal(); got != "postgres://u:hunter2@db/x" {
+		t.Fatalf("Reveal() = %q", got)
+	}
+	js, _ := json.Marshal(c)
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("cfg", "dsn", c.Sink.SQL.DSN, "config", c)
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("cfg", "dsn", c.Sink.SQL.DSN, "redis", c.Shaping.Global.RedisURL)
+	for name, s := range map[string]string{
+		"%v":      fmt.Sprintf("%v", c),
+		"%+v":     fmt.Sprintf("%+v", *c),
+		"%#v":     fmt.Sprintf("%#v", *c),
+		"%s":      fmt.Sprintf("%s", c.Sink.SQL.DSN),
+		"%q":      fmt.Sprintf("%q", c.Sink.SQL.DSN),
+		"%x":      fmt.Sprintf("%x", c.Sink.SQL.DSN),
+		"json":    string(js),
+		"slog":    logged.String(),
+		"summary": c.Summary(),
+	} {
+		if strings.Contains(s, "hunter2") || strings.Contains(s, "topsecret") {
+			t.Errorf("%s shows a secret: %s", name, s)
+		}
+	}
+	if !strings.Contains(string(js), `"dsn":"[redacted]"`) {
+		t.Errorf("json = %s want dsn redacted", js)
+	}
+	// A bad redis URL is reported without echoing it.
+	text = strings.Replace(text, "redis://:topsecret@r:6379/0", "http://:topsecret@r", 1)
+	_, err := Parse([]byte(text), env(map[string]string{"PW": "x"}))
+	if err == nil || strings.Contains(err.Error(), "topsecret") {
+		t.Errorf("bad redis_url: err = %v (want an error that hides the value)", err)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	good, _ := filepath.Glob("testdata/good/*.yaml")
+	bad, _ := filepath.Glob("testdata/bad/*.yaml")
+	if len(good) == 0 || len(bad) == 0 {
+		t.Fatal("testdata missing")
+	}
+	for _, f := range good {
+		c, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if c.Summary() == "" {
+			t.Errorf("%s: empty summary", f)
+		}
+	}
+	for _, f := range bad {
+		_, err := Load(f)
+		var ps Problems
+		if !errors.As(err, &ps) {
+			t.Errorf("%s: Load = %v want problems", f, err)
+			continue
+		}
+		for _, p := range ps {
+			if p.Line == 0 {
+				t.Errorf("%s: problem without a line: %v", f, p)
+			}
+		}
+	}
+	if _, err := Load("testdata/does-not-exist.yaml"); !errors.Is(err, ErrConfig) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestManyProblemsFile(t *testing.T) {
+	_, err := Load("testdata/bad/many.yaml")
+	var ps Problems
+	errors.As(err, &ps)
+	paths := map[string]bool{}
+	for _, p := range ps {
+		paths[p.Path] = true
+	}
+	for _, want := range []string{"source.kafka.brokers", "source.kafka.topics", "shaping.peak", "shaping.queue_size", "sink.sql.driver", "sink.sql.dsn", "log.level"} {
+		if !paths[want] {
+			t.Errorf("many.yaml: no problem at %s; got %v", want, ps)
+		}
+	}
+}
+
+func TestSyntaxError(t *testing.T) {
+	ps := problemsOf(t, "source:\n  type: nats\n   bad: [\n", nil)
+	if len(ps) != 1 || ps[0].Line == 0 {
+		t.Errorf("syntax error = %v want one problem with a line", ps)
+	}
+}
+
+func TestWrongShapes(t *testing.T) {
+	ps := problemsOf(t, "source: nats\nshaping:\n  rate: 1/s\n  quotas: 5\nsink:\n  type: [a]\n", nil)
+	want := map[string]int{"source": 1, "shaping.quotas": 4, "sink.type": 6}
+	for _, p := range ps {
+		if l, ok := want[p.Path]; ok && l == p.Line {
+			delete(want, p.Path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing problems %v in %v", want, ps)
+	}
+}

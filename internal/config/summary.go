@@ -1,0 +1,119 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// EffectiveBurst is shaping.burst, or one second's worth of rate (at least 1)
+// when burst is 0.
+func (s Shaping) EffectiveBurst() int {
+	if s.Burst > 0 {
+		return s.Burst
+	}
+	b := int(s.Rate.PerSecond())
+	if b < 1 {
+		b = 1
+	}
+	return b
+}
+
+// Summary describes in one paragraph what c will do. It never shows
+// secrets.
+func (c *Config) Summary() string {
+	var b strings.Builder
+	switch c.Source.Type {
+	case "kafka":
+		k := c.Source.Kafka
+		fmt.Fprintf(&b, "Consume Kafka topic(s) %s from %s as group %q", strings.Join(k.Topics, ", "), strings.Join(k.Brokers, ", "), k.Group)
+		if k.SASL.Mechanism != "" {
+			fmt.Fprintf(&b, " (SASL %s)", k.SASL.Mechanism)
+		}
+		if k.TLS.Enabled {
+			b.WriteString(" over TLS")
+		}
+	case "nats":
+		n := c.Source.NATS
+		fmt.Fprintf(&b, "Consume JetStream stream %q", n.Stream)
+		if len(n.Subjects) > 0 {
+			fmt.Fprintf(&b, " (subjects %s)", strings.Join(n.Subjects, ", "))
+		}
+		fmt.Fprintf(&b, " from %s with durable consumer %q", n.URL, n.Consumer)
+		if n.TLS.Enabled {
+			b.WriteString(" over TLS")
+		}
+	}
+	s := c.Shaping
+	fmt.Fprintf(&b, "; admit messages at %s sustained (%.6g/s) with bursts of up to %d", s.Rate, s.Rate.PerSecond(), s.EffectiveBurst())
+	if !s.Peak.IsZero() {
+		fmt.Fprintf(&b, ", never faster than %s (one every %v)", s.Peak, s.Peak.Interval())
+	}
+	if s.Warmup > 0 {
+		fmt.Fprintf(&b, ", ramping up over %v", s.Warmup)
+	}
+	if !s.PerKey.Rate.IsZero() {
+		fmt.Fprintf(&b, ", at most %s per %s", s.PerKey.Rate, s.PerKey.Key)
+	}
+	for _, q := range s.Quotas {
+		fmt.Fprintf(&b, ", at most %d per %v (%s quota", q.Limit.Count, q.Limit.Per, orDefault(q.Window, "sliding"))
+		if q.Name != "" {
+			fmt.Fprintf(&b, " %q", q.Name)
+		}
+		b.WriteString(")")
+	}
+	if !s.Global.RedisURL.IsZero() {
+		fmt.Fprintf(&b, ", within a budget of %s shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.Key, s.Global.OnFailure)
+	}
+	if s.Adaptive.Mode != "off" {
+		fmt.Fprintf(&b, ", adapting the rate (%s) between %s and %s from the downstream's feedback", s.Adaptive.Mode, s.Adaptive.Min, s.Adaptive.Max)
+	}
+	fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
+	switch c.Sink.Type {
+	case "http":
+		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, c.Sink.HTTP.URL)
+	case "sql":
+		if c.Sink.SQL.Statement != "" {
+			fmt.Fprintf(&b, "; write each message to %s with a custom statement", c.Sink.SQL.Driver)
+		} else {
+			fmt.Fprintf(&b, "; insert each message into %s table %q", c.Sink.SQL.Driver, c.Sink.SQL.Table)
+		}
+	case "stdout":
+		fmt.Fprintf(&b, "; print each message to stdout (%s)", c.Sink.Stdout.Format)
+	}
+	if c.Batching.Size > 1 {
+		fmt.Fprintf(&b, " in batches of up to %d (linger %v)", c.Batching.Size, c.Batching.Linger)
+	}
+	if c.Ordering != "none" {
+		fmt.Fprintf(&b, ", in order per %s", c.Ordering)
+	}
+	if c.Retry.MaxAttempts > 0 {
+		fmt.Fprintf(&b, "; retry transient failures up to %d attempts (backoff %v..%v)", c.Retry.MaxAttempts, c.Retry.InitialBackoff, c.Retry.MaxBackoff)
+	} else {
+		fmt.Fprintf(&b, "; retry transient failures forever (backoff %v..%v)", c.Retry.InitialBackoff, c.Retry.MaxBackoff)
+	}
+	switch c.DeadLetter.Type {
+	case "none":
+		b.WriteString(", logging and dropping rejected messages")
+	case "topic":
+		fmt.Fprintf(&b, ", dead-lettering rejects to topic %q", c.DeadLetter.Topic)
+	case "subject":
+		fmt.Fprintf(&b, ", dead-lettering rejects to subject %q", c.DeadLetter.Subject)
+	case "file":
+		fmt.Fprintf(&b, ", dead-lettering rejects to file %s", c.DeadLetter.Path)
+	}
+	b.WriteString("; acknowledge each message only once delivered or dead-lettered")
+	if c.Admin.Listen != "" {
+		fmt.Fprintf(&b, ". Admin (metrics, status) on http://%s/", c.Admin.Listen)
+	} else {
+		b.WriteString(". No admin listener")
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

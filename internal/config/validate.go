@@ -1,0 +1,401 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Validate returns every problem with c at once, each with its field path
+// and, when c came from a file, its line. A nil result means c is usable.
+func (c *Config) Validate() Problems {
+	v := validator{c: c}
+	v.source()
+	v.shaping()
+	v.sink()
+	v.deadLetter()
+	v.misc()
+	v.probs.sort()
+	return v.probs
+}
+
+type validator struct {
+	c     *Config
+	probs Problems
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	pos := v.c.Where(path)
+	v.probs = append(v.probs, Problem{Path: path, Line: pos.Line, Column: pos.Column, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) oneOf(path, got string, allowed ...string) bool {
+	for _, a := range allowed {
+		if got == a {
+			return true
+		}
+	}
+	if got == "" {
+		v.add(path, "missing: want one of %s", strings.Join(allowed, ", "))
+	} else {
+		v.add(path, "%q is not one of %s", got, strings.Join(allowed, ", "))
+	}
+	return false
+}
+
+// notUsed flags a settings block that the chosen type ignores.
+func (v *validator) notUsed(path, typ, by string) {
+	if v.c.Has(path) {
+		v.add(path, "set, but %s is %q, so it would be ignored", by, typ)
+	}
+}
+
+func (v *validator) positive(path string, n int) {
+	if n <= 0 {
+		v.add(path, "must be > 0, got %d", n)
+	}
+}
+
+func (v *validator) tls(path string, t TLS) {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.add(path+".cert_file", "cert_file and key_file go together")
+	}
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.ServerName != "" || t.InsecureSkipVerify) {
+		v.add(path+".enabled", "TLS settings are given but tls.enabled is false")
+	}
+}
+
+func (v *validator) source() {
+	s := v.c.Source
+	if !v.oneOf("source.type", s.Type, "kafka", "nats") {
+		return
+	}
+	switch s.Type {
+	case "kafka":
+		v.notUsed("source.nats", s.Type, "source.type")
+		k := s.Kafka
+		if len(k.Brokers) == 0 {
+			v.add("source.kafka.brokers", "missing: list at least one broker (host:port)")
+		}
+		for i, b := range k.Brokers {
+			if _, _, err := net.SplitHostPort(b); err != nil {
+				v.add(fmt.Sprintf("source.kafka.brokers[%d]", i), "%q is not host:port", b)
+			}
+		}
+		if len(k.Topics) == 0 {
+			v.add("source.kafka.topics", "missing: list at least one topic")
+		}
+		if k.Group == "" {
+			v.add("source.kafka.group", "missing: the consumer group is required")
+		}
+		v.oneOf("source.kafka.initial_offset", k.InitialOffset, "oldest", "newest")
+		if !validVersion(k.Version) {
+			v.add("source.kafka.version", "%q is not a Kafka version such as 3.6.0", k.Version)
+		}
+		v.tls("source.kafka.tls", k.TLS)
+		switch k.SASL.Mechanism {
+		case "":
+			if k.SASL.Username != "" || !k.SASL.Password.IsZero() {
+				v.add("source.kafka.sasl.mechanism", "missing: username/password given without a mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+			}
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			if k.SASL.Username == "" {
+				v.add("source.kafka.sasl.username", "missing: required with mechanism %s", k.SASL.Mechanism)
+			}
+			if k.SASL.Password.IsZero() {
+				v.add("source.kafka.sasl.password", "missing: required with mechanism %s", k.SASL.Mechanism)
+			}
+		default:
+			v.oneOf("source.kafka.sasl.mechanism", k.SASL.Mechanism, "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+		}
+	case "nats":
+		v.notUsed("source.kafka", s.Type, "source.type")
+		n := s.NATS
+		if n.URL == "" {
+			v.add("source.nats.url", "missing: the server URL (nats://host:4222)")
+		} else {
+			for _, u := range strings.Split(n.URL, ",") {
+				pu, err := url.Parse(strings.TrimSpace(u))
+				if err != nil || pu.Host == "" {
+					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", u)
+				}
+			}
+		}
+		if n.Stream == "" {
+			v.add("source.nats.stream", "missing: the JetStream stream to consume")
+		}
+		if n.Consumer == "" {
+			v.add("source.nats.consumer", "missing: the durable consumer name")
+		}
+		v.positive("source.nats.fetch_batch", n.FetchBatch)
+		if n.MaxDeliver < 0 {
+			v.add("source.nats.max_deliver", "must be >= 0")
+		}
+		if n.AckWait.D() < time.Second {
+			v.add("source.nats.ack_wait", "must be at least 1s, got %v", n.AckWait)
+		}
+		v.tls("source.nats.tls", n.TLS)
+		a := n.Auth
+		methods := 0
+		if !a.Token.IsZero() {
+			methods++
+		}
+		if a.User != "" || !a.Password.IsZero() {
+			methods++
+			if a.User == "" || a.Password.IsZero() {
+				v.add("source.nats.auth.user", "user and password go together")
+			}
+		}
+		if a.CredsFile != "" {
+			methods++
+		}
+		if a.NKeyFile != "" {
+			methods++
+		}
+		if methods > 1 {
+			v.add("source.nats.auth", "set only one of token, user/password, creds_file, nkey_file")
+		}
+	}
+}
+
+func validVersion(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 4 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" {
+			return false
+		}
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (v *validator) shaping() {
+	s := v.c.Shaping
+	if s.Rate.IsZero() {
+		v.add("shaping.rate", "missing: the sustained rate is required (e.g. 100/s, 6000/m, 1M/day)")
+	}
+	if s.Burst < 0 {
+		v.add("shaping.burst", "must be >= 0 (0: one second's worth of rate), got %d", s.Burst)
+	}
+	if !s.Peak.IsZero() && !s.Rate.IsZero() && s.Peak.PerSecond() < s.Rate.PerSecond() {
+		v.add("shaping.peak", "peak %s is below rate %s: the peak is a ceiling above the sustained rate", s.Peak, s.Rate)
+	}
+	v.positive("shaping.queue_size", s.QueueSize)
+	v.positive("shaping.max_in_flight", s.MaxInFlight)
+	pk := s.PerKey
+	if !pk.Rate.IsZero() {
+		if pk.Burst < 0 {
+			v.add("shaping.per_key.burst", "must be >= 0, got %d", pk.Burst)
+		}
+		if pk.Key != "key" && !strings.HasPrefix(pk.Key, "header:") || pk.Key == "header:" {
+			v.add("shaping.per_key.key", "%q: want \"key\" or \"header:NAME\"", pk.Key)
+		}
+		v.positive("shaping.per_key.max_keys", pk.MaxKeys)
+		if !s.Rate.IsZero() && pk.Rate.PerSecond() > s.Rate.PerSecond() {
+			v.add("shaping.per_key.rate", "per-key rate %s is above the overall rate %s, so it never binds", pk.Rate, s.Rate)
+		}
+	} else if v.c.Has("shaping.per_key") && (pk.Burst != 0 || v.c.Has("shaping.per_key.key")) {
+		v.add("shaping.per_key.rate", "missing: per_key settings are given without a rate")
+	}
+	names := map[string]bool{}
+	for i, q := range s.Quotas {
+		p := fmt.Sprintf("shaping.quotas[%d]", i)
+		if q.Limit.IsZero() {
+			v.add(p+".limit", "missing: a window limit such as 10000/day")
+		}
+		if q.Window != "" {
+			v.oneOf(p+".window", q.Window, "sliding", "fixed")
+		}
+		if q.Name != "" {
+			if names[q.Name] {
+				v.add(p+".name", "duplicate quota name %q", q.Name)
+			}
+			names[q.Name] = true
+		}
+	}
+	g := s.Global
+	if !g.RedisURL.IsZero() {
+		u, err := url.Parse(g.RedisURL.Reveal())
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			v.add("shaping.global.redis_url", "not a redis://host:port/db URL") // never echo the value: it may hold a password
+		}
+		if g.Rate.IsZero() {
+			v.add("shaping.global.rate", "missing: the shared rate is required with redis_url")
+		}
+		if g.Burst < 0 {
+			v.add("shaping.global.burst", "must be >= 0, got %d", g.Burst)
+		}
+		v.positive("shaping.global.lease", g.Lease)
+		if g.Key == "" {
+			v.add("shaping.global.key", "missing: name the shared budget")
+		}
+		v.oneOf("shaping.global.on_failure", g.OnFailure, "open", "closed")
+	} else if v.c.Has("shaping.global.rate") || v.c.Has("shaping.global.burst") {
+		v.add("shaping.global.redis_url", "missing: a global limit needs redis_url")
+	}
+	a := s.Adaptive
+	if v.oneOf("shaping.adaptive.mode", a.Mode, "off", "aimd", "pid") && a.Mode != "off" {
+		if a.Min.IsZero() {
+			v.add("shaping.adaptive.min", "missing: the lowest rate adaptive control may set")
+		}
+		if a.Max.IsZero() {
+			v.add("shaping.adaptive.max", "missing: the highest rate adaptive control may set")
+		}
+		if !a.Min.IsZero() && !a.Max.IsZero() && a.Min.PerSecond() > a.Max.PerSecond() {
+			v.add("shaping.adaptive.min", "min %s is above max %s", a.Min, a.Max)
+		}
+		if !s.Rate.IsZero() && !a.Min.IsZero() && !a.Max.IsZero() &&
+			(s.Rate.PerSecond() < a.Min.PerSecond() || s.Rate.PerSecond() > a.Max.PerSecond()) {
+			v.add("shaping.rate", "rate %s is outside adaptive [%s, %s]", s.Rate, a.Min, a.Max)
+		}
+		if !s.Peak.IsZero() && !a.Max.IsZero() && a.Max.PerSecond() > s.Peak.PerSecond() {
+			v.add("shaping.adaptive.max", "max %s is above peak %s", a.Max, s.Peak)
+		}
+		if a.Mode == "aimd" {
+			if a.Decrease <= 0 || a.Decrease >= 1 {
+				v.add("shaping.adaptive.decrease", "must be between 0 and 1 (exclusive), got %g", a.Decrease)
+			}
+		}
+		if a.Interval <= 0 {
+			v.add("shaping.adaptive.interval", "must be > 0")
+		}
+		if a.Mode == "pid" && a.TargetLatency <= 0 {
+			v.add("shaping.adaptive.target_latency", "must be > 0 with mode pid")
+		}
+	}
+}
+
+func (v *validator) sink() {
+	s := v.c.Sink
+	if !v.oneOf("sink.type", s.Type, "http", "sql", "stdout") {
+		return
+	}
+	if s.Type != "http" {
+		v.notUsed("sink.http", s.Type, "sink.type")
+	}
+	if s.Type != "sql" {
+		v.notUsed("sink.sql", s.Type, "sink.type")
+	}
+	if s.Type != "stdout" {
+		v.notUsed("sink.stdout", s.Type, "sink.type")
+	}
+	switch s.Type {
+	case "http":
+		h := s.HTTP
+		if h.URL == "" {
+			v.add("sink.http.url", "missing: the URL to send messages to")
+		} else if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add("sink.http.url", "%q is not an http:// or https:// URL", h.URL)
+		}
+		v.oneOf("sink.http.method", h.Method, "POST", "PUT", "PATCH")
+		if h.Timeout <= 0 {
+			v.add("sink.http.timeout", "must be > 0")
+		}
+		v.tls("sink.http.tls", h.TLS)
+	case "sql":
+		q := s.SQL
+		v.oneOf("sink.sql.driver", q.Driver, "postgres", "sqlite")
+		if q.DSN.IsZero() {
+			v.add("sink.sql.dsn", "missing: the database to connect to")
+		}
+		if q.Table == "" && q.Statement == "" {
+			v.add("sink.sql.table", "missing: give table or statement")
+		}
+		if v.c.Has("sink.sql.table") && q.Statement != "" {
+			v.add("sink.sql.statement", "give table or statement, not both")
+		}
+		if q.MaxConns < 0 {
+			v.add("sink.sql.max_conns", "must be >= 0")
+		}
+	case "stdout":
+		v.oneOf("sink.stdout.format", s.Stdout.Format, "json", "raw")
+	}
+}
+
+func (v *validator) deadLetter() {
+	d := v.c.DeadLetter
+	if !v.oneOf("dead_letter.type", d.Type, "none", "topic", "subject", "file") {
+		return
+	}
+	switch d.Type {
+	case "topic":
+		if v.c.Source.Type != "kafka" {
+			v.add("dead_letter.type", "topic dead letters need a kafka source (source.type is %q); use subject or file", v.c.Source.Type)
+		}
+		if d.Topic == "" {
+			v.add("dead_letter.topic", "missing: required with type topic")
+		}
+	case "subject":
+		if v.c.Source.Type != "nats" {
+			v.add("dead_letter.type", "subject dead letters need a nats source (source.type is %q); use topic or file", v.c.Source.Type)
+		}
+		if d.Subject == "" {
+			v.add("dead_letter.subject", "missing: required with type subject")
+		}
+	case "file":
+		if d.Path == "" {
+			v.add("dead_letter.path", "missing: required with type file")
+		}
+	}
+}
+
+func (v *validator) misc() {
+	c := v.c
+	r := c.Retry
+	if r.MaxAttempts < 0 {
+		v.add("retry.max_attempts", "must be >= 0 (0: retry forever), got %d", r.MaxAttempts)
+	}
+	if r.InitialBackoff <= 0 {
+		v.add("retry.initial_backoff", "must be > 0")
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		v.add("retry.max_backoff", "max_backoff %v is below initial_backoff %v", r.MaxBackoff, r.InitialBackoff)
+	}
+	if r.Multiplier < 1 {
+		v.add("retry.multiplier", "must be >= 1, got %g", r.Multiplier)
+	}
+	if r.Jitter < 0 || r.Jitter > 1 {
+		v.add("retry.jitter", "must be between 0 and 1, got %g", r.Jitter)
+	}
+	v.oneOf("ordering", c.Ordering, "none", "key", "partition")
+	v.positive("batching.size", c.Batching.Size)
+	if c.Batching.Size > c.Shaping.QueueSize && c.Shaping.QueueSize > 0 {
+		v.add("batching.size", "batch size %d is larger than shaping.queue_size %d", c.Batching.Size, c.Shaping.QueueSize)
+	}
+	if c.Batching.Size == 1 && c.Batching.Linger > 0 {
+		v.add("batching.linger", "linger is set but batching.size is 1")
+	}
+	if c.Admin.Listen != "" {
+		host, port, err := net.SplitHostPort(c.Admin.Listen)
+		if err != nil || port == "" {
+			v.add("admin.listen", "%q is not host:port", c.Admin.Listen)
+		} else if !c.Admin.AllowRemote && !isLoopback(host) {
+			v.add("admin.listen", "%q is not a loopback address; set admin.allow_remote: true to expose the admin listener", c.Admin.Listen)
+		}
+	}
+	if c.Admin.TokenEnv != "" && !validEnvName(c.Admin.TokenEnv) {
+		v.add("admin.token_env", "%q is not an environment variable name", c.Admin.TokenEnv)
+	}
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+	if c.DrainTimeout <= 0 {
+		v.add("drain_timeout", "must be > 0")
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
