@@ -1,0 +1,55 @@
+package pacer
+
+import "time"
+
+// Clock is the engine's only way to read time or wait. The default is the
+// system clock; tests run the real engine inside a testing/synctest bubble,
+// where the system clock is fake and never sleeps. A custom Clock must be
+// safe for concurrent use.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a stopped-or-running timer like time.NewTimer.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer the engine uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// SystemClock is the real clock (the default).
+type SystemClock struct{}
+
+func (SystemClock) Now() time.Time { return time.Now() }
+
+func (SystemClock) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTimer(d)} }
+
+type sysTimer struct{ t *time.Timer }
+
+func (s sysTimer) C() <-chan time.Time        { return s.t.C }
+func (s sysTimer) Stop() bool                 { return s.t.Stop() }
+func (s sysTimer) Reset(d time.Duration) bool { return s.t.Reset(d) }
+
+// sleeper waits on one reusable timer; owned by a single goroutine.
+type sleeper struct {
+	clock Clock
+	t     Timer
+}
+
+func newSleeper(c Clock) *sleeper {
+	t := c.NewTimer(time.Hour)
+	t.Stop()
+	return &sleeper{clock: c, t: t}
+}
+
+// arm starts the timer for d and returns its channel.
+func (s *sleeper) arm(d time.Duration) <-chan time.Time {
+	s.t.Stop()
+	// Go 1.23+ timers: Stop/Reset discard a stale value, no drain needed.
+	s.t.Reset(d)
+	return s.t.C()
+}
+
+func (s *sleeper) stop() { s.t.Stop() }

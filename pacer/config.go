@@ -1,0 +1,358 @@
+package pacer
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// Ordering says which messages may be delivered concurrently.
+type Ordering uint8
+
+const (
+	// OrderNone (the default) delivers in any order, fastest.
+	OrderNone Ordering = iota
+	// OrderKey delivers messages with the same key one at a time, in the
+	// order the source handed them over (retries included); messages with
+	// other keys proceed in parallel.
+	OrderKey
+)
+
+func (o Ordering) String() string {
+	if o == OrderKey {
+		return "key"
+	}
+	return "none"
+}
+
+// ParseOrdering parses "none" (or "") and "key".
+func ParseOrdering(s string) (Ordering, error) {
+	switch s {
+	case "", "none":
+		return OrderNone, nil
+	case "key":
+		return OrderKey, nil
+	}
+	return 0, fmt.Errorf("%w: ordering %q (want none or key)", ErrInvalidConfig, s)
+}
+
+// Shaping is what decides when a message may go downstream. It is part of
+// Config and can be replaced at runtime with Engine.Reload.
+//
+// The stages run in this order, atomically (a refusal by a later stage gives
+// back what earlier stages granted): PerKey -> Quotas -> token bucket (Rate,
+// Burst) and peak pacer (Peak) -> Global. A message is admitted at the moment
+// every stage grants it at once, so the admitted stream stays inside each
+// stage's envelope. Cost: every attempt sent downstream costs one permit
+// from every stage (a retry is a request), and a batch of N costs N.
+type Shaping struct {
+	// Rate is the sustained rate (token bucket refill). Zero: unlimited.
+	Rate algorithms.Rate
+	// Burst is the token bucket's capacity; 0 means max(1, BatchSize).
+	Burst int
+	// Peak, if set, spaces admissions at least 1/Peak apart (leaky bucket).
+	Peak algorithms.Rate
+	// MaxWait is how far ahead the bucket may promise permits before it
+	// refuses; a refusal pauses the source. 0: 5s. Negative: no borrowing
+	// (refuse whenever permits are not available at once).
+	MaxWait time.Duration
+	// StartEmpty starts the bucket with no tokens (no initial burst).
+	StartEmpty bool
+	// PerKey, if non-nil, limits each message key separately.
+	PerKey *PerKey
+	// Quotas are extra limiters every message must pass (e.g. 10,000/day).
+	Quotas []algorithms.Limiter
+	// Global is a limiter shared with other workers (Redis); its Reserve
+	// must not block. When it refuses, the engine asks again after its hint
+	// (or GlobalRetry when the hint is 0) and pauses the source meanwhile.
+	Global algorithms.Limiter
+	// GlobalRetry is the re-ask delay after a hintless refusal; 0: 10ms.
+	GlobalRetry time.Duration
+}
+
+// PerKey limits every message key to its own token bucket.
+type PerKey struct {
+	Rate    algorithms.Rate
+	Burst   int           // 0: 1
+	MaxKeys int           // bound on tracked keys; 0: 100,000
+	IdleTTL time.Duration // forget a key idle this long; 0: 10m
+}
+
+// RetryConfig governs retryable results.
+//
+// The delay before attempt k+1 is a full-jitter exponential backoff,
+// uniform in [0, min(Max, Initial*2^k)), or the downstream's Retry-After if
+// that is later. After MaxAttempts attempts, or once MaxTime has passed
+// since the first attempt, the message is dead-lettered.
+type RetryConfig struct {
+	Initial     time.Duration // 0: 100ms
+	Max         time.Duration // 0: 30s
+	MaxAttempts int           // 0: 10; negative: unlimited
+	MaxTime     time.Duration // 0: unlimited
+	// Seed seeds the jitter (0: a random seed). Set it for reproducible runs.
+	Seed uint64
+}
+
+// AdaptiveMode selects the adaptive rate controller.
+type AdaptiveMode uint8
+
+const (
+	// AdaptiveOff keeps the configured rate (Retry-After and rate-limit
+	// headers are still honoured).
+	AdaptiveOff AdaptiveMode = iota
+	// AdaptiveAIMD: multiplicative decrease on throttling feedback,
+	// additive increase after each clean interval.
+	AdaptiveAIMD
+	// AdaptivePID: Spark's PIDRateEstimator, driven by delivery latency and
+	// queue delay once per interval.
+	AdaptivePID
+)
+
+func (m AdaptiveMode) String() string {
+	switch m {
+	case AdaptiveAIMD:
+		return "aimd"
+	case AdaptivePID:
+		return "pid"
+	}
+	return "off"
+}
+
+// ParseAdaptiveMode parses "off" (or ""), "aimd" and "pid".
+func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
+	switch s {
+	case "", "off", "none":
+		return AdaptiveOff, nil
+	case "aimd":
+		return AdaptiveAIMD, nil
+	case "pid":
+		return AdaptivePID, nil
+	}
+	return 0, fmt.Errorf("%w: adaptive mode %q (want off, aimd or pid)", ErrInvalidConfig, s)
+}
+
+// AdaptiveConfig configures the adaptive rate controller. It moves the token
+// bucket's rate between Floor and the configured Rate; it needs a Rate.
+type AdaptiveConfig struct {
+	Mode AdaptiveMode
+	// Floor is the lowest rate; 0: 1% of the configured rate (at least 1/min).
+	Floor algorithms.Rate
+	// Interval is the AIMD increase interval and the PID update interval; 0: 1s.
+	Interval time.Duration
+	// Decrease multiplies the rate on throttling (AIMD); 0: 0.5.
+	Decrease float64
+	// Increase is added (events/s) after each clean interval (AIMD);
+	// 0: 5% of the configured rate.
+	Increase float64
+	// PID gains; zero values take Spark's defaults kp 1.0, ki 0.2, kd 0.0
+	// (set NoDefaults to use zeros literally).
+	Kp, Ki, Kd float64
+	NoDefaults bool
+	// IgnoreRateLimitHeaders disables pacing to RateLimit-Remaining/Reset.
+	IgnoreRateLimitHeaders bool
+}
+
+// Config configures an Engine. Source and Sink are required; everything else
+// has a documented default. Config values are copied by New.
+type Config struct {
+	Source Source
+	Sink   Sink
+	// DeadLetter receives permanent failures. Nil: such messages are Nak'ed
+	// with a delay (left for redelivery) and logged, never silently dropped.
+	DeadLetter DeadLetterer
+
+	Shaping
+
+	// QueueSize bounds messages held between source and shaper; 0: 1024.
+	QueueSize int
+	// HighWatermark pauses the source when the queue holds this many;
+	// 0: QueueSize. LowWatermark resumes it; 0: QueueSize/2.
+	HighWatermark, LowWatermark int
+	// MaxInFlight bounds concurrent deliveries; 0: 16.
+	MaxInFlight int
+	// BatchSize > 1 groups up to that many messages per Deliver call.
+	BatchSize int
+	// BatchLinger is how long a partial batch waits for more; 0: 10ms.
+	BatchLinger time.Duration
+	Ordering    Ordering
+
+	Retry    RetryConfig
+	Adaptive AdaptiveConfig
+
+	// DrainTimeout bounds how long a stop waits for in-flight deliveries; 0: 30s.
+	DrainTimeout time.Duration
+	// SettleTimeout bounds each Ack/Nak/Term/DeadLetter call; 0: 10s.
+	SettleTimeout time.Duration
+	// DeadLetterRetry is the Nak delay after a failed dead-letter write; 0: 5s.
+	DeadLetterRetry time.Duration
+
+	Logger *slog.Logger // nil: discard
+	Hooks  Hooks
+	Clock  Clock // nil: SystemClock
+}
+
+func (c *Config) setDefaults() {
+	if c.QueueSize == 0 {
+		c.QueueSize = 1024
+	}
+	if c.HighWatermark == 0 {
+		c.HighWatermark = c.QueueSize
+	}
+	if c.LowWatermark == 0 {
+		c.LowWatermark = c.QueueSize / 2
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 16
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 1
+	}
+	if c.BatchLinger == 0 {
+		c.BatchLinger = 10 * time.Millisecond
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	if c.SettleTimeout == 0 {
+		c.SettleTimeout = 10 * time.Second
+	}
+	if c.DeadLetterRetry == 0 {
+		c.DeadLetterRetry = 5 * time.Second
+	}
+	r := &c.Retry
+	if r.Initial == 0 {
+		r.Initial = 100 * time.Millisecond
+	}
+	if r.Max == 0 {
+		r.Max = 30 * time.Second
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = 10
+	}
+	a := &c.Adaptive
+	if a.Interval == 0 {
+		a.Interval = time.Second
+	}
+	if a.Decrease == 0 {
+		a.Decrease = 0.5
+	}
+	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
+		a.Kp, a.Ki = 1.0, 0.2
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	c.Shaping.setDefaults(c.BatchSize)
+}
+
+func (s *Shaping) setDefaults(batch int) {
+	if s.Burst == 0 {
+		s.Burst = max(1, batch)
+	}
+	if s.MaxWait == 0 {
+		s.MaxWait = 5 * time.Second
+	}
+	if s.GlobalRetry == 0 {
+		s.GlobalRetry = 10 * time.Millisecond
+	}
+	if p := s.PerKey; p != nil {
+		cp := *p
+		if cp.Burst == 0 {
+			cp.Burst = 1
+		}
+		if cp.MaxKeys == 0 {
+			cp.MaxKeys = 100_000
+		}
+		if cp.IdleTTL == 0 {
+			cp.IdleTTL = 10 * time.Minute
+		}
+		s.PerKey = &cp
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Source == nil {
+		return fmt.Errorf("%w: Source is nil", ErrInvalidConfig)
+	}
+	if c.Sink == nil {
+		return fmt.Errorf("%w: Sink is nil", ErrInvalidConfig)
+	}
+	if c.QueueSize < 1 {
+		return fmt.Errorf("%w: QueueSize %d (want >= 1)", ErrInvalidConfig, c.QueueSize)
+	}
+	if c.HighWatermark < 1 || c.HighWatermark > c.QueueSize {
+		return fmt.Errorf("%w: HighWatermark %d (want 1..QueueSize %d)", ErrInvalidConfig, c.HighWatermark, c.QueueSize)
+	}
+	if c.LowWatermark < 0 || c.LowWatermark >= c.HighWatermark {
+		return fmt.Errorf("%w: LowWatermark %d (want 0..HighWatermark-1 %d)", ErrInvalidConfig, c.LowWatermark, c.HighWatermark-1)
+	}
+	if c.MaxInFlight < 1 {
+		return fmt.Errorf("%w: MaxInFlight %d (want >= 1)", ErrInvalidConfig, c.MaxInFlight)
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("%w: BatchSize %d (want >= 1)", ErrInvalidConfig, c.BatchSize)
+	}
+	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 {
+		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	}
+	if c.Ordering > OrderKey {
+		return fmt.Errorf("%w: Ordering %d", ErrInvalidConfig, c.Ordering)
+	}
+	if c.Retry.Initial < 0 || c.Retry.Max < c.Retry.Initial || c.Retry.MaxTime < 0 {
+		return fmt.Errorf("%w: Retry backoff Initial %v Max %v MaxTime %v", ErrInvalidConfig, c.Retry.Initial, c.Retry.Max, c.Retry.MaxTime)
+	}
+	a := c.Adaptive
+	if a.Mode > AdaptivePID {
+		return fmt.Errorf("%w: Adaptive.Mode %d", ErrInvalidConfig, a.Mode)
+	}
+	if a.Mode != AdaptiveOff && c.Rate == (algorithms.Rate{}) {
+		return fmt.Errorf("%w: Adaptive.Mode %v needs a Rate to move", ErrInvalidConfig, a.Mode)
+	}
+	if a.Decrease <= 0 || a.Decrease >= 1 {
+		return fmt.Errorf("%w: Adaptive.Decrease %g (want 0 < d < 1)", ErrInvalidConfig, a.Decrease)
+	}
+	if a.Floor != (algorithms.Rate{}) {
+		if err := a.Floor.Validate(); err != nil {
+			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
+		}
+	}
+	return c.Shaping.validate(c.BatchSize)
+}
+
+func (s *Shaping) validate(batch int) error {
+	if s.Rate != (algorithms.Rate{}) {
+		if err := s.Rate.Validate(); err != nil {
+			return fmt.Errorf("%w: Rate: %w", ErrInvalidConfig, err)
+		}
+		if s.Burst < batch {
+			return fmt.Errorf("%w: Burst %d is below BatchSize %d: a batch could never be admitted", ErrInvalidConfig, s.Burst, batch)
+		}
+	}
+	if s.Burst < 1 {
+		return fmt.Errorf("%w: Burst %d (want >= 1)", ErrInvalidConfig, s.Burst)
+	}
+	if s.Peak != (algorithms.Rate{}) {
+		if err := s.Peak.Validate(); err != nil {
+			return fmt.Errorf("%w: Peak: %w", ErrInvalidConfig, err)
+		}
+	}
+	if p := s.PerKey; p != nil {
+		if err := p.Rate.Validate(); err != nil {
+			return fmt.Errorf("%w: PerKey.Rate: %w", ErrInvalidConfig, err)
+		}
+		if p.Burst < 1 || p.MaxKeys < 1 || p.IdleTTL < 0 {
+			return fmt.Errorf("%w: PerKey Burst %d MaxKeys %d IdleTTL %v", ErrInvalidConfig, p.Burst, p.MaxKeys, p.IdleTTL)
+		}
+	}
+	for i, q := range s.Quotas {
+		if q == nil {
+			return fmt.Errorf("%w: Quotas[%d] is nil", ErrInvalidConfig, i)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,403 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+var errNoResult = errors.New("pacer: sink wrote no result for the message")
+
+type nextStatus uint8
+
+const (
+	gotItem nextStatus = iota
+	timedOut
+	done // ctx done, or a finished source and nothing held
+)
+
+// admitLoop is the single goroutine that takes messages (retries first,
+// then the queue), batches them, admits them through the Retry-After gate
+// and the shaper, and hands them to the workers.
+func (e *Engine) admitLoop(ctx context.Context) {
+	sl := newSleeper(e.clock)
+	defer sl.stop()
+	grp := make([]*item, 0, e.cfg.BatchSize)
+	for {
+		it, st := e.next(ctx, sl, time.Time{})
+		if st != gotItem {
+			return
+		}
+		grp = append(grp[:0], it)
+		if e.cfg.BatchSize > 1 {
+			deadline := e.clock.Now().Add(e.cfg.BatchLinger)
+			for len(grp) < e.cfg.BatchSize {
+				it, st := e.next(ctx, sl, deadline)
+				if st != gotItem {
+					break
+				}
+				grp = append(grp, it)
+			}
+		}
+		if ctx.Err() != nil || !e.admit(ctx, sl, grp) {
+			for _, it := range grp {
+				e.settle(it, SettledNak, 0, "")
+			}
+			return
+		}
+		for i := 0; i < len(grp)-1; i++ {
+			grp[i].next = grp[i+1]
+		}
+		e.work <- grp[0]
+	}
+}
+
+// next returns the next message to admit: a due retry or a freed key's
+// message first, else one from the queue when a slot is free. It blocks
+// until one is available, deadline passes (timedOut), or ctx is done or the
+// finite source is exhausted with nothing held (done).
+func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
+	for {
+		var due time.Time
+		if e.ready.len() > 0 {
+			var it *item
+			it, due = e.ready.pop(e.clock.Now())
+			if it != nil {
+				return it, gotItem
+			}
+		}
+		if e.inflight.Load() < e.slots {
+			select {
+			case it := <-e.queue:
+				if it = e.take(it); it != nil {
+					return it, gotItem
+				}
+				continue
+			default:
+			}
+		}
+		// Nothing at hand: block. Publish that we wait before re-reading
+		// the counters that settle changes, so no wake-up is lost.
+		e.loopWait.Store(true)
+		var qc chan *item
+		if e.inflight.Load() < e.slots {
+			qc = e.queue
+		}
+		if e.srcDone.Load() && len(e.queue) == 0 && e.inflight.Load() == 0 && e.ready.len() == 0 {
+			e.loopWait.Store(false)
+			return nil, done
+		}
+		wake := due
+		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
+			wake = deadline
+		}
+		var tc <-chan time.Time
+		if !wake.IsZero() {
+			tc = sl.arm(wake.Sub(e.clock.Now()))
+		}
+		select {
+		case it := <-qc:
+			e.loopWait.Store(false)
+			if it = e.take(it); it != nil {
+				return it, gotItem
+			}
+			continue
+		case <-e.slotFreed:
+		case <-e.ready.wake:
+		case <-tc:
+			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
+				e.loopWait.Store(false)
+				return nil, timedOut
+			}
+		case <-ctx.Done():
+			e.loopWait.Store(false)
+			return nil, done
+		}
+		e.loopWait.Store(false)
+	}
+}
+
+// take accounts for an item received from the queue. With OrderKey, an item
+// whose key is busy is parked (nil is returned) until the key frees.
+func (e *Engine) take(it *item) *item {
+	e.dequeued()
+	it.held = true
+	e.inflight.Add(1)
+	if e.keys != nil && !e.claimKey(it) {
+		return nil
+	}
+	return it
+}
+
+// admit waits until the Retry-After gate has passed and the shaper grants
+// the whole batch at once. While the gate holds or the shaper refuses, the
+// source is paused. It returns false when ctx is done.
+func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
+	var asked time.Time
+	for {
+		if g := e.ctrl.gateUntil(); g != 0 {
+			now := e.clock.Now()
+			if now.UnixNano() < g {
+				e.pause.set(PauseRetryAfter)
+				if !e.sleep(ctx, sl, time.Duration(g-now.UnixNano())) {
+					return false
+				}
+				continue
+			}
+			e.pause.clear(PauseRetryAfter)
+		}
+		if e.unlimited.Load() {
+			e.admitted(grp, time.Time{}, time.Time{})
+			return true
+		}
+		now := e.clock.Now()
+		if asked.IsZero() {
+			asked = now
+		}
+		wait, ok, by := e.sh.reserve(now, grp)
+		if ok && wait == 0 {
+			e.pause.clear(PauseShaper)
+			e.admitted(grp, now, asked)
+			return true
+		}
+		if !ok {
+			if !e.pause.has(PauseShaper) {
+				e.log.Debug("pacer: shaper refused; pausing source", "stage", by, "hint", wait)
+			}
+			e.pause.set(PauseShaper)
+			if wait <= 0 {
+				wait = e.cfg.GlobalRetry
+			}
+		}
+		if !e.sleep(ctx, sl, wait) {
+			return false
+		}
+	}
+}
+
+func (e *Engine) admitted(grp []*item, now, asked time.Time) {
+	e.stats.admitted.Add(uint64(len(grp)))
+	if len(e.hooks.admitted) == 0 && !e.ctrl.active.Load() {
+		return
+	}
+	if now.IsZero() {
+		now = e.clock.Now()
+		asked = now
+	}
+	for _, it := range grp {
+		it.admitted = now
+	}
+	for _, h := range e.hooks.admitted {
+		h.OnAdmitted(len(grp), now.Sub(asked))
+	}
+}
+
+func (e *Engine) sleep(ctx context.Context, sl *sleeper, d time.Duration) bool {
+	select {
+	case <-sl.arm(d):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// claimKey marks it's key busy, or parks it behind the key's owner.
+func (e *Engine) claimKey(it *item) bool {
+	e.keyMu.Lock()
+	defer e.keyMu.Unlock()
+	if q, busy := e.keys[string(it.m.Key)]; busy {
+		e.keys[string(it.m.Key)] = append(q, it)
+		return false
+	}
+	it.key = string(it.m.Key)
+	it.hasKey = true
+	e.keys[it.key] = nil
+	return true
+}
+
+// releaseKey frees it's key, handing it to the next parked message.
+func (e *Engine) releaseKey(it *item) {
+	e.keyMu.Lock()
+	q, ok := e.keys[it.key]
+	if !ok {
+		e.keyMu.Unlock()
+		return
+	}
+	if len(q) == 0 {
+		delete(e.keys, it.key)
+		e.keyMu.Unlock()
+		return
+	}
+	nx := q[0]
+	q[0] = nil
+	e.keys[it.key] = q[1:]
+	nx.key, nx.hasKey = it.key, true
+	e.keyMu.Unlock()
+	e.ready.push(nx, time.Time{})
+}
+
+// worker delivers batches until the work channel is closed.
+func (e *Engine) worker() {
+	n := e.cfg.BatchSize
+	items := make([]*item, 0, n)
+	msgs := make([]*Message, 0, n)
+	results := make([]Result, n)
+	for head := range e.work {
+		items, msgs = items[:0], msgs[:0]
+		for it := head; it != nil; {
+			nx := it.next
+			it.next = nil
+			items = append(items, it)
+			it = nx
+		}
+		e.deliverBatch(items, msgs, results[:len(items)])
+	}
+}
+
+func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) {
+	start := e.clock.Now()
+	for i, it := range items {
+		it.m.Attempt++
+		if it.first.IsZero() {
+			it.first = start
+		}
+		msgs = append(msgs, it.m)
+		results[i] = Result{}
+	}
+	fb := e.cfg.Sink.Deliver(e.deliverCtx, msgs, results)
+	end := e.clock.Now()
+	lat := end.Sub(start)
+	var nd, nr, nj int
+	var qd time.Duration
+	ra := fb.RetryAfter
+	for i := range results {
+		switch results[i].Outcome {
+		case Delivered:
+			nd++
+			if !items[i].admitted.IsZero() {
+				qd += items[i].admitted.Sub(items[i].enq)
+			}
+		case Reject:
+			nj++
+		default:
+			nr++
+			ra = max(ra, results[i].RetryAfter)
+		}
+	}
+	e.ctrl.observe(end, fb, fb.Throttled, ra, nd, lat, qd)
+	for _, h := range e.hooks.delivered {
+		h.OnDelivered(nd, nr, nj, lat, fb)
+	}
+	for i, it := range items {
+		e.decide(it, results[i], end)
+	}
+}
+
+// decide is the one place that decides a message's outcome after an
+// attempt: ack, another attempt, or the dead-letter path.
+func (e *Engine) decide(it *item, r Result, now time.Time) {
+	switch r.Outcome {
+	case Delivered:
+		e.stats.delivered.Add(1)
+		e.settle(it, SettledAck, 0, "")
+	case Reject:
+		e.stats.rejected.Add(1)
+		e.deadLetter(it, &DeadLetterError{Kind: ErrRejected, Attempts: it.m.Attempt, Last: r.Err})
+	default:
+		err := r.Err
+		if r.Outcome != Retry && err == nil {
+			err = errNoResult
+		}
+		it.lastErr = err
+		delay := e.back.delay(it.m.Attempt, r.RetryAfter)
+		if e.isStopping() {
+			e.settle(it, SettledNak, delay, "")
+			return
+		}
+		rc := e.cfg.Retry
+		if (rc.MaxAttempts > 0 && it.m.Attempt >= rc.MaxAttempts) || (rc.MaxTime > 0 && now.Sub(it.first) >= rc.MaxTime) {
+			e.deadLetter(it, &DeadLetterError{Kind: ErrRetriesExhausted, Attempts: it.m.Attempt, Last: err})
+			return
+		}
+		e.stats.retried.Add(1)
+		for _, h := range e.hooks.retry {
+			h.OnRetry(it.m, delay, err)
+		}
+		e.ready.push(it, now.Add(delay))
+	}
+}
+
+// deadLetter writes it to the dead-letter destination and terminates it
+// only once that write succeeded; otherwise it is Nak'ed with a delay so
+// the broker hands it back.
+func (e *Engine) deadLetter(it *item, reason error) {
+	m := it.m
+	var err error
+	if e.cfg.DeadLetter == nil {
+		err = ErrNoDeadLetter
+	} else {
+		ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+		err = e.cfg.DeadLetter.DeadLetter(ctx, m, reason)
+		cancel()
+	}
+	for _, h := range e.hooks.deadLetter {
+		h.OnDeadLetter(m, reason, err)
+	}
+	if err != nil {
+		e.stats.deadLetterFailed.Add(1)
+		e.log.Warn("pacer: dead-letter write failed; leaving message for redelivery", "id", m.ID, "reason", reason, "err", err)
+		e.settle(it, SettledNak, e.cfg.DeadLetterRetry, "")
+		return
+	}
+	e.stats.deadLettered.Add(1)
+	e.settle(it, SettledTerm, 0, reason.Error())
+}
+
+// settle settles it with its source exactly once (later calls are no-ops),
+// frees its slot and its key, and recycles it.
+func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason string) {
+	if !it.settled.CompareAndSwap(false, true) {
+		return
+	}
+	m := it.m
+	if a := m.Acker; a != nil {
+		var err error
+		switch kind {
+		case SettledAck:
+			err = a.Ack(e.settleCtx)
+		case SettledTerm:
+			ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+			err = a.Term(ctx, reason)
+			cancel()
+		case SettledNak:
+			ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+			err = a.Nak(ctx, delay)
+			cancel()
+		}
+		if err != nil {
+			e.log.Warn("pacer: settling failed", "id", m.ID, "settlement", kind.String(), "err", err)
+		}
+	}
+	switch kind {
+	case SettledAck:
+		e.stats.acked.Add(1)
+	case SettledTerm:
+		e.stats.termed.Add(1)
+	case SettledNak:
+		e.stats.naked.Add(1)
+	}
+	for _, h := range e.hooks.settled {
+		h.OnSettled(m, kind)
+	}
+	if it.hasKey {
+		e.releaseKey(it)
+	}
+	held := it.held
+	e.putItem(it)
+	if held {
+		e.inflight.Add(-1)
+		if e.loopWait.Load() {
+			e.wakeLoop()
+		}
+	}
+}

@@ -1,0 +1,353 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// Engine moves messages from a Source through the shaper to a Sink.
+//
+// Flow: Source -> bounded queue -> admission loop (Retry-After gate, then the
+// shaper's stages, atomically) -> MaxInFlight workers -> Sink -> one
+// decision per message (ack, retry, dead-letter) -> Acker. Create it with
+// New, run it once with Run; Status, SetRate and Reload are safe to call
+// from any goroutine at any time.
+//
+// Guarantees: the admitted stream stays inside every shaping stage's
+// envelope (each attempt costs one permit, a batch of N costs N); a message
+// is acked only after Delivered, terminated only after a successful
+// dead-letter write, and settled exactly once; the engine holds at most
+// QueueSize + MaxInFlight*BatchSize messages (plus what the source hands
+// over after Pause, which waits in deliver); on stop it pauses the source,
+// lets in-flight deliveries finish within DrainTimeout and Naks the rest.
+type Engine struct {
+	cfg   Config
+	clock Clock
+	log   *slog.Logger
+	hooks hookSet
+
+	sh    shaper
+	ctrl  *controller
+	back  *backoff
+	ready readyQueue
+	pause pauser
+
+	queue     chan *item
+	work      chan *item
+	slotFreed chan struct{}
+	loopWait  atomic.Bool
+	inflight  atomic.Int64 // taken from the queue, not yet settled
+	slots     int64
+
+	keyMu sync.Mutex
+	keys  map[string][]*item // OrderKey: busy keys and their parked items
+
+	started    atomic.Bool
+	state      atomic.Int32
+	stopping   chan struct{}
+	stopOnce   sync.Once
+	srcDone    atomic.Bool
+	unlimited  atomic.Bool
+	settleCtx  context.Context
+	deliverCtx context.Context
+
+	itemPool sync.Pool
+	stats    counters
+}
+
+type counters struct {
+	consumed, admitted, delivered, retried, rejected     atomic.Uint64
+	deadLettered, deadLetterFailed, acked, termed, naked atomic.Uint64
+}
+
+const (
+	stateIdle int32 = iota
+	stateRunning
+	stateStopping
+	stateStopped
+)
+
+// New validates cfg, fills its defaults and builds an Engine.
+func New(cfg Config) (*Engine, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Quotas = append([]algorithms.Limiter(nil), cfg.Quotas...)
+	e := &Engine{
+		cfg:       cfg,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		back:      newBackoff(cfg.Retry),
+		queue:     make(chan *item, cfg.QueueSize),
+		work:      make(chan *item, cfg.MaxInFlight),
+		slotFreed: make(chan struct{}, 1),
+		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
+		stopping:  make(chan struct{}),
+		settleCtx: context.Background(),
+	}
+	e.ready.wake = make(chan struct{}, 1)
+	if cfg.Ordering == OrderKey {
+		e.keys = make(map[string][]*item)
+	}
+	now := e.clock.Now()
+	stages, bucket, err := buildStages(&e.cfg.Shaping, now)
+	if err != nil {
+		return nil, err
+	}
+	e.sh.stages, e.sh.bucket = stages, bucket
+	e.unlimited.Store(len(stages) == 0)
+	rate := cfg.Rate
+	if bucket != nil {
+		rate = bucket.rate
+	}
+	e.ctrl = newController(cfg.Adaptive, rate, cfg.MaxInFlight)
+	e.ctrl.apply = e.applyRate
+	e.hooks = newHookSet(cfg.Hooks, e.Status)
+	e.pause.src = cfg.Source
+	e.pause.hooks = e.hooks.paused
+	return e, nil
+}
+
+// applyRate sets the bucket's sustained rate (events/s); called by the
+// controller with its lock held.
+func (e *Engine) applyRate(now time.Time, to float64, cause string) {
+	e.sh.mu.Lock()
+	b := e.sh.bucket
+	var from float64
+	var err error
+	if b != nil {
+		from = b.rate.PerSecond()
+		err = b.setRate(now, algorithms.PerSecond(to))
+	}
+	e.sh.mu.Unlock()
+	if b == nil {
+		return
+	}
+	if err != nil {
+		e.log.Warn("pacer: rate change refused", "to", to, "cause", cause, "err", err)
+		return
+	}
+	e.log.Info("pacer: rate changed", "from", from, "to", to, "cause", cause)
+	for _, h := range e.hooks.rate {
+		h.OnRateChange(from, to, cause)
+	}
+}
+
+// SetRate sets the configured (maximum) sustained rate at runtime; the
+// adaptive controller then moves between its floor and r. It needs a rate
+// to have been configured (use Reload to add one).
+func (e *Engine) SetRate(r algorithms.Rate) error {
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("%w: SetRate: %w", ErrInvalidConfig, err)
+	}
+	now := e.clock.Now()
+	e.ctrl.mu.Lock()
+	defer e.ctrl.mu.Unlock()
+	e.sh.mu.Lock()
+	noBucket := e.sh.bucket == nil
+	e.sh.mu.Unlock()
+	if noBucket {
+		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
+	}
+	e.ctrl.setCeiling(r)
+	e.applyRate(now, r.PerSecond(), "set-rate")
+	return nil
+}
+
+// Reload replaces the shaping settings at runtime (SIGHUP). Stages whose
+// settings did not change keep their state; a rebuilt token bucket starts
+// empty, so a reload never grants a fresh burst. Quotas and Global are
+// taken as given (pass the same limiters to keep their state).
+func (e *Engine) Reload(s Shaping) error {
+	s.setDefaults(e.cfg.BatchSize)
+	if err := s.validate(e.cfg.BatchSize); err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	e.ctrl.mu.Lock()
+	defer e.ctrl.mu.Unlock()
+	e.sh.mu.Lock()
+	old := e.cfg.Shaping
+	var keep []stage
+	var bucket *bucketStage
+	sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
+	for _, st := range e.sh.stages {
+		switch x := st.(type) {
+		case *perKeyStage:
+			if s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
+				keep = append(keep, x)
+			}
+		case *bucketStage:
+			if sameBucket {
+				bucket = x
+			}
+		}
+	}
+	nb := s
+	nb.StartEmpty = true
+	stages, newBucket, err := buildStages(&nb, now)
+	if err != nil {
+		e.sh.mu.Unlock()
+		return err
+	}
+	for i, st := range stages {
+		switch st.(type) {
+		case *perKeyStage:
+			if len(keep) > 0 {
+				stages[i] = keep[0]
+			}
+		case *bucketStage:
+			if bucket != nil {
+				stages[i] = bucket
+				newBucket = bucket
+			}
+		}
+	}
+	e.sh.stages, e.sh.bucket = stages, newBucket
+	e.unlimited.Store(len(stages) == 0)
+	e.cfg.Shaping = s
+	e.sh.mu.Unlock()
+	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
+		e.ctrl.setCeiling(s.Rate)
+		e.applyRate(now, s.Rate.PerSecond(), "reload")
+	} else {
+		e.ctrl.setCeiling(algorithms.Rate{})
+	}
+	e.log.Info("pacer: shaping reloaded", "rate", s.Rate.String(), "burst", s.Burst, "peak", s.Peak.String())
+	return nil
+}
+
+func (e *Engine) isStopping() bool { return e.state.Load() >= stateStopping }
+
+// Run consumes until ctx is done or the source returns.
+//
+// When ctx is done, Run stops gracefully: it pauses the source and cancels
+// its context, stops admitting, Naks what is queued or waiting to retry,
+// lets in-flight deliveries finish within DrainTimeout (then cancels their
+// context), acks those that were delivered, and returns nil once every
+// message is settled or abandoned. When the source returns nil (a finite
+// source), Run finishes every held message, retries included, and returns
+// nil; when it returns an error, Run stops as above and returns it.
+// Run may be called once.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	e.state.Store(stateRunning)
+	base := context.WithoutCancel(ctx)
+	srcCtx, srcCancel := context.WithCancel(base)
+	defer srcCancel()
+	deliverCtx, deliverCancel := context.WithCancel(base)
+	defer deliverCancel()
+	e.deliverCtx = deliverCtx
+	e.settleCtx = base
+	loopCtx, loopCancel := context.WithCancel(base)
+	defer loopCancel()
+
+	var workers sync.WaitGroup
+	for range e.cfg.MaxInFlight {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			e.worker()
+		}()
+	}
+	srcErrc := make(chan error, 1)
+	go func() {
+		srcErrc <- e.cfg.Source.Run(srcCtx, e.deliverFunc)
+	}()
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		e.admitLoop(loopCtx)
+	}()
+
+	var srcErr error
+	srcReturned := false
+	select {
+	case <-ctx.Done():
+	case srcErr = <-srcErrc:
+		srcReturned = true
+		if srcErr == nil {
+			// Finite source: finish everything it handed over.
+			e.srcDone.Store(true)
+			e.wakeLoop()
+			select {
+			case <-loopDone:
+			case <-ctx.Done():
+			}
+		}
+	}
+
+	// Stop: no more pulling, no more admitting.
+	e.state.Store(stateStopping)
+	e.stopOnce.Do(func() { close(e.stopping) })
+	e.pause.set(PauseStopping)
+	srcCancel()
+	loopCancel()
+	<-loopDone
+	if !srcReturned {
+		srcErr = <-srcErrc
+	}
+	// The source is done handing over: abandon what is queued.
+	for {
+		select {
+		case it := <-e.queue:
+			e.settle(it, SettledNak, 0, "")
+			continue
+		default:
+		}
+		break
+	}
+	// In-flight deliveries get DrainTimeout, then their context is cancelled.
+	close(e.work)
+	workersDone := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(workersDone)
+	}()
+	sl := newSleeper(e.clock)
+	select {
+	case <-workersDone:
+	case <-sl.arm(e.cfg.DrainTimeout):
+		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.inflight.Load())
+		deliverCancel()
+		<-workersDone
+	}
+	sl.stop()
+	// Retries and parked messages never made it out again: give them back.
+	now := e.clock.Now()
+	for _, it := range e.ready.drain() {
+		e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
+	}
+	e.keyMu.Lock()
+	var parked []*item
+	for k, q := range e.keys {
+		parked = append(parked, q...)
+		delete(e.keys, k)
+	}
+	e.keyMu.Unlock()
+	for _, it := range parked {
+		e.settle(it, SettledNak, 0, "")
+	}
+	e.state.Store(stateStopped)
+	if srcErr != nil && srcErr != context.Canceled && srcErr != context.DeadlineExceeded {
+		return fmt.Errorf("pacer: source: %w", srcErr)
+	}
+	return nil
+}
+
+func (e *Engine) wakeLoop() {
+	select {
+	case e.slotFreed <- struct{}{}:
+	default:
+	}
+}

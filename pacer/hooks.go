@@ -1,0 +1,132 @@
+package pacer
+
+import "time"
+
+// Hook is any value implementing one or more of the Hook* interfaces below.
+// The engine checks once, in New, which ones each hook implements, and calls
+// only those: a hook pays only for what it observes. Hook methods are called
+// from engine goroutines concurrently and must be fast and non-blocking.
+// (The shape follows franz-go's kgo hooks; pacer/metrics implements them on
+// a Prometheus registry.)
+type Hook any
+
+// Hooks is the list of hooks an Engine calls.
+type Hooks []Hook
+
+// HookConsumed is called when the source hands over a message.
+type HookConsumed interface{ OnConsumed(m *Message) }
+
+// HookAdmitted is called when the shaper admits n messages (one delivery)
+// after waiting wait since they were first asked for.
+type HookAdmitted interface {
+	OnAdmitted(n int, wait time.Duration)
+}
+
+// HookDelivered is called after each Deliver call with the per-outcome
+// counts, the call's latency as the engine measured it and the feedback.
+type HookDelivered interface {
+	OnDelivered(delivered, retry, reject int, latency time.Duration, fb Feedback)
+}
+
+// HookRetry is called when a message is scheduled for another attempt.
+type HookRetry interface {
+	OnRetry(m *Message, delay time.Duration, err error)
+}
+
+// HookDeadLetter is called after a dead-letter write; err is its error.
+type HookDeadLetter interface {
+	OnDeadLetter(m *Message, reason error, err error)
+}
+
+// HookSettled is called when a message is settled with its source.
+type HookSettled interface {
+	OnSettled(m *Message, s Settlement)
+}
+
+// HookPaused is called when the source is paused or resumed; reasons is the
+// set of reasons still in force.
+type HookPaused interface {
+	OnPaused(paused bool, reasons PauseReason)
+}
+
+// HookRate is called when the shaping rate changes (adaptive controller,
+// rate-limit headers, SetRate, Reload). Rates are events per second.
+type HookRate interface {
+	OnRateChange(from, to float64, cause string)
+}
+
+// HookStatus receives, once in New, a function returning a live Status
+// snapshot, for gauges read at scrape time (queue depth, in flight, paused,
+// current rate, tokens).
+type HookStatus interface {
+	ObserveStatus(status func() Status)
+}
+
+// Settlement is how a message was settled with its source.
+type Settlement uint8
+
+const (
+	// SettledAck: delivered; acked.
+	SettledAck Settlement = iota + 1
+	// SettledTerm: dead-lettered, then terminated.
+	SettledTerm
+	// SettledNak: given back for redelivery (stop, or a failed dead-letter write).
+	SettledNak
+)
+
+func (s Settlement) String() string {
+	switch s {
+	case SettledAck:
+		return "ack"
+	case SettledTerm:
+		return "term"
+	case SettledNak:
+		return "nak"
+	}
+	return "unknown"
+}
+
+type hookSet struct {
+	consumed   []HookConsumed
+	admitted   []HookAdmitted
+	delivered  []HookDelivered
+	retry      []HookRetry
+	deadLetter []HookDeadLetter
+	settled    []HookSettled
+	paused     []HookPaused
+	rate       []HookRate
+}
+
+func newHookSet(hs Hooks, status func() Status) hookSet {
+	var s hookSet
+	for _, h := range hs {
+		if x, ok := h.(HookConsumed); ok {
+			s.consumed = append(s.consumed, x)
+		}
+		if x, ok := h.(HookAdmitted); ok {
+			s.admitted = append(s.admitted, x)
+		}
+		if x, ok := h.(HookDelivered); ok {
+			s.delivered = append(s.delivered, x)
+		}
+		if x, ok := h.(HookRetry); ok {
+			s.retry = append(s.retry, x)
+		}
+		if x, ok := h.(HookDeadLetter); ok {
+			s.deadLetter = append(s.deadLetter, x)
+		}
+		if x, ok := h.(HookSettled); ok {
+			s.settled = append(s.settled, x)
+		}
+		if x, ok := h.(HookPaused); ok {
+			s.paused = append(s.paused, x)
+		}
+		if x, ok := h.(HookRate); ok {
+			s.rate = append(s.rate, x)
+		}
+		if x, ok := h.(HookStatus); ok {
+			x.ObserveStatus(status)
+		}
+	}
+	return s
+}

@@ -1,0 +1,105 @@
+package pacer
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// PauseReason is a set of reasons the source is paused.
+type PauseReason uint8
+
+const (
+	// PauseQueueFull: the queue reached its high watermark and has not yet
+	// drained to the low one.
+	PauseQueueFull PauseReason = 1 << iota
+	// PauseShaper: the shaper refused (cannot admit within MaxWait, or the
+	// global limiter is refilling).
+	PauseShaper
+	// PauseRetryAfter: the downstream asked us to wait (Retry-After, or a
+	// rate-limit window with nothing left).
+	PauseRetryAfter
+	// PauseStopping: the engine is stopping.
+	PauseStopping
+)
+
+// Strings returns the reasons' names.
+func (r PauseReason) Strings() []string {
+	var out []string
+	for _, x := range []struct {
+		r PauseReason
+		s string
+	}{{PauseQueueFull, "queue_full"}, {PauseShaper, "shaper"}, {PauseRetryAfter, "retry_after"}, {PauseStopping, "stopping"}} {
+		if r&x.r != 0 {
+			out = append(out, x.s)
+		}
+	}
+	return out
+}
+
+func (r PauseReason) String() string {
+	if r == 0 {
+		return "none"
+	}
+	return strings.Join(r.Strings(), ",")
+}
+
+// pauser turns a set of reasons into Source.Pause/Resume calls: the source
+// is paused while any reason holds. Transitions are serialized.
+type pauser struct {
+	mu      sync.Mutex
+	reasons atomic.Uint32
+	src     Source
+	hooks   []HookPaused
+	pauses  atomic.Uint64 // number of Pause calls, for Status
+}
+
+func (p *pauser) has(r PauseReason) bool { return PauseReason(p.reasons.Load())&r != 0 }
+
+func (p *pauser) set(r PauseReason) {
+	if p.has(r) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setLocked(r)
+}
+
+func (p *pauser) setLocked(r PauseReason) {
+	old := PauseReason(p.reasons.Load())
+	if old&r != 0 {
+		return
+	}
+	p.reasons.Store(uint32(old | r))
+	if old == 0 {
+		p.pauses.Add(1)
+		p.src.Pause()
+	}
+	for _, h := range p.hooks {
+		h.OnPaused(true, old|r)
+	}
+}
+
+func (p *pauser) clear(r PauseReason) {
+	if !p.has(r) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked(r)
+}
+
+func (p *pauser) clearLocked(r PauseReason) {
+	old := PauseReason(p.reasons.Load())
+	if old&r == 0 {
+		return
+	}
+	now := old &^ r
+	p.reasons.Store(uint32(now))
+	if now == 0 {
+		p.src.Resume()
+	}
+	for _, h := range p.hooks {
+		h.OnPaused(now != 0, now)
+	}
+}

@@ -1,0 +1,129 @@
+package pacer
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// backoff computes retry delays: full jitter over an exponential ceiling,
+// or the downstream's Retry-After when that is later. Safe for concurrent
+// use; seeded by RetryConfig.Seed for reproducible runs.
+type backoff struct {
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	initial time.Duration
+	max     time.Duration
+}
+
+func newBackoff(c RetryConfig) *backoff {
+	seed := c.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	return &backoff{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), initial: c.Initial, max: c.Max}
+}
+
+// delay returns the wait before the attempt after attempt number attempt
+// (1 after the first): uniform in [0, min(max, initial*2^(attempt-1))),
+// raised to retryAfter if that is later.
+func (b *backoff) delay(attempt int, retryAfter time.Duration) time.Duration {
+	ceil := b.initial
+	for i := 1; i < attempt && ceil < b.max; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, b.max)
+	var d time.Duration
+	if ceil > 0 {
+		b.mu.Lock()
+		d = time.Duration(b.rnd.Int64N(int64(ceil)))
+		b.mu.Unlock()
+	}
+	return max(d, retryAfter)
+}
+
+// readyQueue holds items that are waiting to re-enter the shaper: retries
+// (due after their backoff) and, with OrderKey, messages whose key was busy
+// (due as soon as the key frees). Ordered by due time, then FIFO.
+type readyQueue struct {
+	mu   sync.Mutex
+	h    itemHeap
+	seq  uint64
+	n    atomic.Int32
+	wake chan struct{} // cap 1: something was pushed
+}
+
+func (q *readyQueue) push(it *item, due time.Time) {
+	q.mu.Lock()
+	q.seq++
+	it.seq = q.seq
+	it.due = due
+	heap.Push(&q.h, it)
+	q.n.Add(1)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns the first item due at now, or nil and the next due time
+// (zero if empty).
+func (q *readyQueue) pop(now time.Time) (*item, time.Time) {
+	if q.n.Load() == 0 {
+		return nil, time.Time{}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.h) == 0 {
+		return nil, time.Time{}
+	}
+	top := q.h[0]
+	if top.due.After(now) {
+		return nil, top.due
+	}
+	heap.Pop(&q.h)
+	q.n.Add(-1)
+	return top, time.Time{}
+}
+
+// drain removes every item.
+func (q *readyQueue) drain() []*item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := []*item(q.h)
+	q.h = nil
+	q.n.Store(0)
+	return out
+}
+
+func (q *readyQueue) len() int { return int(q.n.Load()) }
+
+type itemHeap []*item
+
+func (h itemHeap) Len() int { return len(h) }
+func (h itemHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h itemHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx, h[j].heapIdx = i, j
+}
+func (h *itemHeap) Push(x any) {
+	it := x.(*item)
+	it.heapIdx = len(*h)
+	*h = append(*h, it)
+}
+func (h *itemHeap) Pop() any {
+	old := *h
+	n := len(old)
+	it := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	return it
+}

@@ -1,0 +1,45 @@
+package pacer
+
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// bucketStage is the token bucket (Rate, Burst) and the peak pacer (Peak)
+// in series (third stage): algorithms.DualRate. Its sustained rate is what
+// the adaptive controller, SetRate and rate-limit headers move.
+type bucketStage struct {
+	lim  rateLimiter
+	rate algorithms.Rate // current sustained rate
+}
+
+// newBucketStage returns nil when neither Rate nor Peak is set (unlimited).
+func newBucketStage(sh *Shaping, now time.Time) (*bucketStage, error) {
+	if sh.Rate == (algorithms.Rate{}) && sh.Peak == (algorithms.Rate{}) {
+		return nil, nil
+	}
+	lim, rate, err := newRateLimiter(sh, now)
+	if err != nil {
+		return nil, err
+	}
+	return &bucketStage{lim: lim, rate: rate}, nil
+}
+
+func (*bucketStage) name() string { return "bucket" }
+
+func (s *bucketStage) reserve(now time.Time, batch []*item) (time.Duration, bool) {
+	return s.lim.Reserve(now, len(batch))
+}
+
+func (s *bucketStage) cancel(now time.Time, batch []*item) {
+	s.lim.Cancel(now, len(batch))
+}
+
+func (s *bucketStage) setRate(now time.Time, r algorithms.Rate) error {
+	if err := s.lim.SetRate(now, r); err != nil {
+		return err
+	}
+	s.rate = r
+	return nil
+}

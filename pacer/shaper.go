@@ -1,0 +1,99 @@
+package pacer
+
+import (
+	"sync"
+	"time"
+)
+
+// stage is one step of the shaper. reserve asks for the permits a batch
+// needs at now; ok=false consumes nothing. cancel gives back what a
+// successful reserve of the same batch granted.
+type stage interface {
+	name() string
+	reserve(now time.Time, batch []*item) (wait time.Duration, ok bool)
+	cancel(now time.Time, batch []*item)
+}
+
+// shaper runs the stages in order (per-key, quotas, token bucket + peak,
+// global) as one atomic decision.
+//
+// A batch is admitted only at a moment when every stage grants it with no
+// wait. If any stage refuses, or any stage would make it wait, everything
+// the earlier stages granted is given back, and the caller asks again after
+// the longest wait (the admission time is the latest wait). Admitting only
+// at zero wait means the admission times are exactly the times each stage
+// accounted for, so each stage's envelope holds on the admitted stream,
+// whatever happens downstream; reserving ahead and sending later would let
+// one stage's delay compress another stage's spacing.
+type shaper struct {
+	mu     sync.Mutex
+	stages []stage
+	bucket *bucketStage // nil when the rate is unlimited
+}
+
+// reserve returns ok with wait 0 when the batch is admitted now. Otherwise
+// nothing is held: ok=true with wait>0 means "ask again after wait";
+// ok=false means a stage refused (beyond its max wait), wait is its hint
+// (0 unknown), and refusedBy names the stage.
+func (s *shaper) reserve(now time.Time, batch []*item) (wait time.Duration, ok bool, refusedBy string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var maxWait time.Duration
+	for i, st := range s.stages {
+		w, ok := st.reserve(now, batch)
+		if !ok {
+			for j := i - 1; j >= 0; j-- {
+				s.stages[j].cancel(now, batch)
+			}
+			return max(w, maxWait), false, st.name()
+		}
+		maxWait = max(maxWait, w)
+	}
+	if maxWait > 0 {
+		for j := len(s.stages) - 1; j >= 0; j-- {
+			s.stages[j].cancel(now, batch)
+		}
+	}
+	return maxWait, true, ""
+}
+
+// cancel gives back a batch admitted by reserve and never sent.
+func (s *shaper) cancel(now time.Time, batch []*item) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := len(s.stages) - 1; j >= 0; j-- {
+		s.stages[j].cancel(now, batch)
+	}
+}
+
+func (s *shaper) empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.stages) == 0
+}
+
+// buildStages assembles the stages for sh, in their fixed order.
+func buildStages(sh *Shaping, now time.Time) ([]stage, *bucketStage, error) {
+	var st []stage
+	if sh.PerKey != nil {
+		k, err := newPerKeyStage(sh, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		st = append(st, k)
+	}
+	if len(sh.Quotas) > 0 {
+		st = append(st, newQuotaStage(sh.Quotas))
+	}
+	b, err := newBucketStage(sh, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b != nil {
+		st = append(st, b)
+	}
+	if sh.Global != nil {
+		st = append(st, &globalStage{lim: sh.Global})
+	}
+	return st, b, nil
+}

@@ -1,0 +1,78 @@
+package pacer
+
+import "time"
+
+// Status is a JSON-friendly snapshot of the engine, for /status and gauges.
+type Status struct {
+	State          string    `json:"state"` // idle, running, stopping, stopped
+	Rate           float64   `json:"rate_per_second"`
+	ConfiguredRate float64   `json:"configured_rate_per_second"`
+	FloorRate      float64   `json:"floor_rate_per_second,omitempty"`
+	Adaptive       string    `json:"adaptive"`
+	Tokens         float64   `json:"tokens"`
+	QueueDepth     int       `json:"queue_depth"`
+	QueueSize      int       `json:"queue_size"`
+	InFlight       int64     `json:"in_flight"`
+	MaxInFlight    int       `json:"max_in_flight"`
+	Retrying       int       `json:"retrying"`
+	Paused         bool      `json:"paused"`
+	PauseReasons   []string  `json:"pause_reasons,omitempty"`
+	Pauses         uint64    `json:"pauses"`
+	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+
+	Consumed         uint64 `json:"consumed"`
+	Admitted         uint64 `json:"admitted"`
+	Delivered        uint64 `json:"delivered"`
+	Retried          uint64 `json:"retried"`
+	Rejected         uint64 `json:"rejected"`
+	DeadLettered     uint64 `json:"dead_lettered"`
+	DeadLetterFailed uint64 `json:"dead_letter_failed"`
+	Acked            uint64 `json:"acked"`
+	Terminated       uint64 `json:"terminated"`
+	Naked            uint64 `json:"naked"`
+}
+
+// Status returns a snapshot. Safe from any goroutine.
+func (e *Engine) Status() Status {
+	now := e.clock.Now()
+	cur, ceil, floor := e.ctrl.current()
+	s := Status{
+		State:          [...]string{"idle", "running", "stopping", "stopped"}[e.state.Load()],
+		Rate:           cur,
+		ConfiguredRate: ceil,
+		Adaptive:       e.cfg.Adaptive.Mode.String(),
+		QueueDepth:     len(e.queue),
+		QueueSize:      e.cfg.QueueSize,
+		InFlight:       e.inflight.Load(),
+		MaxInFlight:    e.cfg.MaxInFlight,
+		Retrying:       e.ready.len(),
+		Pauses:         e.pause.pauses.Load(),
+
+		Consumed:         e.stats.consumed.Load(),
+		Admitted:         e.stats.admitted.Load(),
+		Delivered:        e.stats.delivered.Load(),
+		Retried:          e.stats.retried.Load(),
+		Rejected:         e.stats.rejected.Load(),
+		DeadLettered:     e.stats.deadLettered.Load(),
+		DeadLetterFailed: e.stats.deadLetterFailed.Load(),
+		Acked:            e.stats.acked.Load(),
+		Terminated:       e.stats.termed.Load(),
+		Naked:            e.stats.naked.Load(),
+	}
+	if e.cfg.Adaptive.Mode != AdaptiveOff {
+		s.FloorRate = floor
+	}
+	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
+		s.Paused = true
+		s.PauseReasons = r.Strings()
+	}
+	if g := e.ctrl.gateUntil(); g > now.UnixNano() {
+		s.RetryAfter = time.Unix(0, g).UTC()
+	}
+	e.sh.mu.Lock()
+	if b := e.sh.bucket; b != nil {
+		s.Tokens = b.lim.Tokens(now)
+	}
+	e.sh.mu.Unlock()
+	return s
+}
