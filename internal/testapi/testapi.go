@@ -138,6 +138,7 @@ type API struct {
 	lim       *rate.Limiter
 	rng       *rand.Rand
 	failNext  []Failure
+	rejects   []reject
 	accepted  []Request
 	keys      map[string]int
 	stats     Stats
@@ -241,6 +242,20 @@ func (a *API) FailNext(f Failure, n int) {
 func (a *API) SetFailureRate(f Failure, p float64) {
 	a.mu.Lock()
 	a.cfg.FailureRandom, a.cfg.FailureRate = f, p
+	a.mu.Unlock()
+}
+
+type reject struct {
+	substr string
+	status int
+}
+
+// RejectBodyContaining answers status (e.g. 422) to every request that
+// passes the bucket and whose body contains substr, like an API refusing a
+// malformed record. Such answers count as Failed.
+func (a *API) RejectBodyContaining(substr string, status int) {
+	a.mu.Lock()
+	a.rejects = append(a.rejects, reject{substr, status})
 	a.mu.Unlock()
 }
 
@@ -357,6 +372,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail = cfg.Failure
 		case cfg.FailureRate > 0 && a.rng.Float64() < cfg.FailureRate:
 			fail = cfg.FailureRandom
+		}
+		for _, rj := range a.rejects {
+			if fail == FailNone && bytes.Contains(body, []byte(rj.substr)) {
+				fail = Failure(rj.status)
+			}
 		}
 	} else {
 		a.stats.Throttled++

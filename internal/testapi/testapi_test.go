@@ -258,3 +258,14 @@ func TestPeakInWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestRejectBodyContaining(t *testing.T) {
+	s, _ := start(t, Config{})
+	s.RejectBodyContaining("poison", 422)
+	if got := post(t, s, "", `{"k":"poison"}`).StatusCode; got != 422 {
+		t.Errorf("poison: %d want 422", got)
+	}
+	if got := post(t, s, "", `{"k":"fine"}`).StatusCode; got != 200 {
+		t.Errorf("fine: %d want 200", got)
+	}
+}

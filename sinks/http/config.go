@@ -1,0 +1,178 @@
+// Package httpsink delivers messages to an HTTP API as a careful production
+// client would: one request per message (or one JSON array per batch), an
+// Idempotency-Key from the message ID so redelivery is safe, every answer
+// classified (2xx delivered; 408, 425, 429, 5xx, timeouts and connection
+// errors retried; other 4xx rejected for good), Retry-After honoured in both
+// forms, and the rate-limit headers the API sends parsed into Feedback for
+// the adaptive rate controller.
+//
+// The package lives in sinks/http and is named httpsink so that it does not
+// shadow net/http.
+package httpsink
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Sentinel errors; results and New wrap them.
+var (
+	// ErrInvalidConfig is wrapped by every error New returns.
+	ErrInvalidConfig = errors.New("httpsink: invalid config")
+	// ErrRender is wrapped by a Reject for a message the body or header
+	// templates cannot render (a missing JSON field, a value that is not
+	// JSON).
+	ErrRender = errors.New("httpsink: cannot render message")
+	// ErrHeaderInjection is wrapped by a Reject for a message whose ID or
+	// templated header value contains CR, LF or NUL.
+	ErrHeaderInjection = errors.New("httpsink: header value contains CR, LF or NUL")
+	// ErrUnexpectedBody is wrapped by a Reject when a 2xx response's body
+	// does not satisfy Config.SuccessPath.
+	ErrUnexpectedBody = errors.New("httpsink: unexpected response body")
+)
+
+// StatusError is the error of a result decided by a non-2xx status.
+type StatusError struct {
+	Method, URL string
+	Status      int
+	// Body is the start of the response body (at most 256 bytes).
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("httpsink: %s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	if e.Body != "" {
+		s += ": " + e.Body
+	}
+	return s
+}
+
+// Config configures a Sink. Only URL is required.
+type Config struct {
+	// Method is the HTTP method; "" means POST.
+	Method string `yaml:"method"`
+	// URL is where requests go. ${NAME} is replaced by the environment
+	// variable NAME when the sink is built (an unset variable is an error).
+	URL string `yaml:"url"`
+	// Headers are sent with every request. Values get ${NAME} expansion, and
+	// a value containing "{{" is a text/template over the message (see
+	// Body).
+	Headers map[string]string `yaml:"headers"`
+	// Body is a text/template rendered per message; "" sends the message
+	// value as is. The template sees .ID, .Key, .Value (strings), .Headers,
+	// .Topic, .Partition, .Offset, and the methods .Field "a.b" (a JSON
+	// field of the value, via gjson, as a string) and .Raw "a.b" (the
+	// field's raw JSON); the functions json (encode as a JSON value) and
+	// base64. A missing field makes the message a Reject, never a silent
+	// empty string.
+	Body string `yaml:"body"`
+	// ContentType is the Content-Type header; "" means application/json.
+	ContentType string `yaml:"content_type"`
+	// Timeout bounds each request, connection included; 0 means 30s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxInFlight sizes the keep-alive pool (idle connections kept per
+	// host); set it to the engine's max in flight. 0 means 16.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// TLS configures https URLs.
+	TLS TLSConfig `yaml:"tls"`
+	// IdempotencyHeader names the header carrying the message ID; "" means
+	// "Idempotency-Key". NoIdempotencyKey turns it off.
+	IdempotencyHeader string `yaml:"idempotency_header"`
+	NoIdempotencyKey  bool   `yaml:"no_idempotency_key"`
+	// Batch sends all messages of a Deliver call as one request whose body
+	// is a JSON array of the rendered bodies (a body that is not JSON is
+	// sent as a JSON string). The idempotency key is then a digest of the
+	// batch's message IDs.
+	Batch bool `yaml:"batch"`
+	// SuccessPath, if set, is a gjson path that must exist and not be
+	// false/null in a 2xx response body; otherwise the result is a Reject
+	// wrapping ErrUnexpectedBody (an API that answers 200 with an error
+	// document).
+	SuccessPath string `yaml:"success_path"`
+
+	// Client replaces the HTTP client the sink builds (then Timeout still
+	// applies per request, but MaxInFlight and TLS do not). For tests.
+	Client *http.Client `yaml:"-"`
+	// LookupEnv replaces os.LookupEnv for ${NAME} expansion. For tests.
+	LookupEnv func(string) (string, bool) `yaml:"-"`
+	// Now replaces time.Now (HTTP-date Retry-After, latency). For tests.
+	Now func() time.Time `yaml:"-"`
+}
+
+// TLSConfig configures TLS to the API. Certificate verification is on
+// unless InsecureSkipVerify is set.
+type TLSConfig struct {
+	// CAFile is a PEM bundle of roots to trust instead of the system pool.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and key (mutual TLS).
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name checked against the certificate.
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify turns verification off. Only for testing.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+func (c TLSConfig) build() (*tls.Config, error) {
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         c.ServerName,
+		InsecureSkipVerify: c.InsecureSkipVerify, //nolint:gosec // explicit opt-out
+	}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls.ca_file: %v", ErrInvalidConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: tls.ca_file %s: no PEM certificates", ErrInvalidConfig, c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, fmt.Errorf("%w: tls.cert_file and tls.key_file go together", ErrInvalidConfig)
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls client certificate: %v", ErrInvalidConfig, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// expandEnv replaces ${NAME} with the variable's value. Only the braced form
+// is recognised, so a literal "$" in a URL or header stays as it is.
+func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("unterminated ${ in %q", s)
+		}
+		name := s[i+2 : i+j]
+		if name == "" {
+			return "", fmt.Errorf("empty ${} in %q", s)
+		}
+		v, ok := lookup(name)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", name)
+		}
+		b.WriteString(s[:i])
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
+}

@@ -1,0 +1,133 @@
+package httpsink
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2015, 10, 21, 7, 28, 0, 0, time.UTC)
+	tests := []struct {
+		in     string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"", 0, false},
+		{"0", 0, true},
+		{"120", 120 * time.Second, true},
+		{" 5 ", 5 * time.Second, true},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{"5s", 0, false},
+		{"99999999999999999999999", time.Duration(maxSeconds) * time.Second, true},
+		{"Wed, 21 Oct 2015 07:28:30 GMT", 30 * time.Second, true},
+		{"Wednesday, 21-Oct-15 07:29:00 GMT", time.Minute, true}, // RFC 850
+		{"Wed Oct 21 07:28:10 2015", 10 * time.Second, true},     // asctime
+		{"Wed, 21 Oct 2015 07:00:00 GMT", 0, true},               // past
+		{"Wed, 21 Oct 2015", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseRetryAfter(tt.in, now)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v want %v, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestParseRateLimit(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	unknown := pacer.RateLimitInfo{Limit: -1, Remaining: -1}
+	tests := []struct {
+		name   string
+		h      map[string]string
+		want   pacer.RateLimitInfo
+		wantOK bool
+	}{
+		{"none", nil, unknown, false},
+		{"ietf structured", map[string]string{
+			"RateLimit": `"default";r=50;t=30`, "RateLimit-Policy": `"default";q=100;w=60`,
+		}, pacer.RateLimitInfo{Limit: 100, Remaining: 50, Reset: 30 * time.Second, Window: 60 * time.Second}, true},
+		{"ietf, most restrictive of two", map[string]string{
+			"RateLimit":        `"hour";r=900;t=1800, "sec";r=0;t=1`,
+			"RateLimit-Policy": `"hour";q=1000;w=3600, "sec";q=10;w=1`,
+		}, pacer.RateLimitInfo{Limit: 10, Remaining: 0, Reset: time.Second, Window: time.Second}, true},
+		{"ietf token names", map[string]string{
+			"RateLimit": `day;r=5;t=100`, "RateLimit-Policy": `day;q=10;w=86400`,
+		}, pacer.RateLimitInfo{Limit: 10, Remaining: 5, Reset: 100 * time.Second, Window: 24 * time.Hour}, true},
+		{"draft-07 dictionary", map[string]string{
+			"RateLimit": `limit=100, remaining=0, reset=7`, "RateLimit-Policy": `100;w=60`,
+		}, pacer.RateLimitInfo{Limit: 100, Remaining: 0, Reset: 7 * time.Second, Window: time.Minute}, true},
+		{"old separate headers", map[string]string{
+			"RateLimit-Limit": "10", "RateLimit-Remaining": "3", "RateLimit-Reset": "2",
+		}, pacer.RateLimitInfo{Limit: 10, Remaining: 3, Reset: 2 * time.Second}, true},
+		{"x-ratelimit delta", map[string]string{
+			"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "59", "X-RateLimit-Reset": "42",
+		}, pacer.RateLimitInfo{Limit: 60, Remaining: 59, Reset: 42 * time.Second}, true},
+		{"x-ratelimit epoch", map[string]string{
+			"X-RateLimit-Limit": "5000, 5000;w=3600", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000120",
+		}, pacer.RateLimitInfo{Limit: 5000, Remaining: 0, Reset: 2 * time.Minute}, true},
+		{"x-ratelimit epoch in the past", map[string]string{"X-RateLimit-Reset": "1600000000"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: -1}, true},
+		{"garbage", map[string]string{
+			"RateLimit": `;;;,,"`, "RateLimit-Policy": `"x`, "X-RateLimit-Limit": "lots",
+		}, unknown, false},
+		{"negative remaining clamps", map[string]string{"X-RateLimit-Remaining": "-3"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: 0}, true},
+		{"quoted comma in name", map[string]string{
+			"RateLimit": `"a,b";r=1;t=2`,
+		}, pacer.RateLimitInfo{Limit: -1, Remaining: 1, Reset: 2 * time.Second}, true},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.h {
+			h.Set(k, v)
+		}
+		got, ok := ParseRateLimit(h, now)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("%s: ParseRateLimit = %+v, %v want %+v, %v", tt.name, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"120", "0", "Wed, 21 Oct 2015 07:28:00 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "-1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	now := time.Date(2015, 10, 21, 7, 28, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := ParseRetryAfter(s, now)
+		if d < 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v, negative", s, d)
+		}
+		if !ok && d != 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v with ok=false", s, d)
+		}
+	})
+}
+
+func FuzzParseRateLimit(f *testing.F) {
+	f.Add(`"default";r=50;t=30`, `"default";q=100;w=60`, "", "", "")
+	f.Add(`limit=100, remaining=0, reset=7`, `100;w=60`, "", "", "")
+	f.Add("", "", "60", "59", "1700000120")
+	f.Add(`"a,b";r=1;t=2, x;r=-5`, `"a";q=9`, "5000, 5000;w=3600", "-1", "99999999999999999999")
+	now := time.Unix(1_700_000_000, 0)
+	f.Fuzz(func(t *testing.T, rl, policy, limit, remaining, reset string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"RateLimit": rl, "RateLimit-Policy": policy,
+			"X-RateLimit-Limit": limit, "X-RateLimit-Remaining": remaining, "X-RateLimit-Reset": reset} {
+			if v != "" {
+				h.Set(k, v)
+			}
+		}
+		info, ok := ParseRateLimit(h, now)
+		if info.Remaining < -1 || info.Reset < 0 || info.Window < 0 {
+			t.Fatalf("ParseRateLimit(%v) = %+v: out of range", h, info)
+		}
+		if !ok && (info.Limit != -1 || info.Remaining != -1 || info.Reset != 0 || info.Window != 0) {
+			t.Fatalf("ParseRateLimit(%v) = %+v with ok=false", h, info)
+		}
+	})
+}

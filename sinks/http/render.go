@@ -1,0 +1,99 @@
+package httpsink
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"text/template"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// tmplData is what body and header templates see.
+type tmplData struct {
+	ID        string
+	Key       string
+	Value     string
+	Headers   map[string]string
+	Topic     string
+	Partition int32
+	Offset    int64
+	raw       []byte
+}
+
+// Field returns the JSON field at path (gjson syntax) of the message value
+// as a string. A value that is not JSON, or a missing field, is an error.
+func (d *tmplData) Field(path string) (string, error) {
+	r, err := d.lookup(path)
+	if err != nil {
+		return "", err
+	}
+	return r.String(), nil
+}
+
+// Raw returns the JSON field at path as raw JSON, for embedding.
+func (d *tmplData) Raw(path string) (string, error) {
+	r, err := d.lookup(path)
+	if err != nil {
+		return "", err
+	}
+	return r.Raw, nil
+}
+
+func (d *tmplData) lookup(path string) (gjson.Result, error) {
+	if !gjson.ValidBytes(d.raw) {
+		return gjson.Result{}, fmt.Errorf("value is not valid JSON (looking up %q)", path)
+	}
+	r := gjson.GetBytes(d.raw, path)
+	if !r.Exists() {
+		return gjson.Result{}, fmt.Errorf("JSON field %q not found in value", path)
+	}
+	return r, nil
+}
+
+var funcs = template.FuncMap{
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+	"base64": func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) },
+}
+
+func parseTemplate(name, text string) (*template.Template, error) {
+	return template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
+}
+
+func dataOf(m *pacer.Message) *tmplData {
+	return &tmplData{
+		ID: m.ID, Key: string(m.Key), Value: string(m.Value), Headers: m.Headers,
+		Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, raw: m.Value,
+	}
+}
+
+// render executes t over m into buf. Template errors become ErrRender.
+func render(t *template.Template, m *pacer.Message, buf *bytes.Buffer) error {
+	if err := t.Execute(buf, dataOf(m)); err != nil {
+		return fmt.Errorf("%w %q: %s: %v", ErrRender, m.ID, t.Name(), err)
+	}
+	return nil
+}
+
+// appendJSONElement appends body to an array under construction: as is when
+// it is valid JSON, else as a JSON string (base64 if not valid UTF-8).
+func appendJSONElement(dst []byte, body []byte) []byte {
+	if json.Valid(body) {
+		return append(dst, body...)
+	}
+	var s string
+	if utf8.Valid(body) {
+		s = string(body)
+	} else {
+		s = base64.StdEncoding.EncodeToString(body)
+	}
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
+}
