@@ -324,19 +324,27 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	sl.stop()
 	// Retries and parked messages never made it out again: give them back.
-	now := e.clock.Now()
-	for _, it := range e.ready.drain() {
-		e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
-	}
-	e.keyMu.Lock()
-	var parked []*item
-	for k, q := range e.keys {
-		parked = append(parked, q...)
-		delete(e.keys, k)
-	}
-	e.keyMu.Unlock()
-	for _, it := range parked {
-		e.settle(it, SettledNak, 0, "")
+	// Settling a key's owner hands the key to its next parked message (into
+	// the ready queue), so repeat until both are empty.
+	for {
+		now := e.clock.Now()
+		dr := e.ready.drain()
+		e.keyMu.Lock()
+		var parked []*item
+		for k, q := range e.keys {
+			parked = append(parked, q...)
+			e.keys[k] = nil
+		}
+		e.keyMu.Unlock()
+		if len(dr) == 0 && len(parked) == 0 {
+			break
+		}
+		for _, it := range parked {
+			e.settle(it, SettledNak, 0, "")
+		}
+		for _, it := range dr {
+			e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
+		}
 	}
 	e.state.Store(stateStopped)
 	if srcErr != nil && srcErr != context.Canceled && srcErr != context.DeadlineExceeded {
