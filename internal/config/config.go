@@ -18,9 +18,8 @@ type Config struct {
 	Sink       Sink       `yaml:"sink" json:"sink"`
 	DeadLetter DeadLetter `yaml:"dead_letter" json:"dead_letter"`
 	Retry      Retry      `yaml:"retry" json:"retry"`
-	// Ordering: "none" (default; any order, fastest), "key" (messages with
-	// the same key are delivered one at a time, in order) or "partition"
-	// (one at a time per Kafka partition / NATS subject).
+	// Ordering: "none" (default; any order, fastest) or "key" (messages
+	// with the same key are delivered one at a time, in order).
 	Ordering string   `yaml:"ordering" json:"ordering"`
 	Batching Batching `yaml:"batching" json:"batching"`
 	Admin    Admin    `yaml:"admin" json:"admin"`
@@ -120,8 +119,9 @@ type Shaping struct {
 	// Peak, when set, is a hard ceiling: never faster than one message per
 	// 1/peak, even inside a burst. Must be >= rate.
 	Peak Rate `yaml:"peak" json:"peak"`
-	// MaxWait is how far ahead a message may be scheduled (borrowing);
-	// 0 waits for permits to exist.
+	// MaxWait is how far ahead the bucket may promise permits (default 5s);
+	// beyond it the shaper refuses and the source is paused. 0: never
+	// promise ahead.
 	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
 	// QueueSize bounds messages held waiting for admission; beyond it the
 	// source is paused.
@@ -169,29 +169,34 @@ type Global struct {
 	Key   string `yaml:"key" json:"key"`
 	Rate  Rate   `yaml:"rate" json:"rate"`
 	Burst int    `yaml:"burst" json:"burst"`
-	// Lease is how many permits a worker takes from Redis at a time.
-	Lease int `yaml:"lease" json:"lease"`
+	// Lease is the lease window: a worker takes about this long's worth of
+	// its recent rate from Redis at a time (default 100ms).
+	Lease Duration `yaml:"lease" json:"lease"`
+	// Timeout bounds each Redis call (default 100ms).
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// ExpectedWorkers divides the budget for the fail-open fallback.
+	ExpectedWorkers int `yaml:"expected_workers" json:"expected_workers"`
 	// OnFailure is what happens while Redis is unreachable: "closed"
 	// (default: admit nothing, pause) or "open" (fall back to the local
 	// limits alone).
 	OnFailure string `yaml:"on_failure" json:"on_failure"`
 }
 
-// Adaptive moves the sustained rate from the downstream's feedback
-// (429, 503, Retry-After, RateLimit headers, latency).
+// Adaptive moves the sustained rate between min and shaping.rate (the
+// ceiling) from the downstream's feedback (429, 503, Retry-After, latency).
+// Retry-After and RateLimit headers are honoured even when mode is off.
 type Adaptive struct {
 	// Mode: "off" (default), "aimd" or "pid".
 	Mode string `yaml:"mode" json:"mode"`
-	Min  Rate   `yaml:"min" json:"min"`
-	Max  Rate   `yaml:"max" json:"max"`
-	// Increase (aimd) is added to the rate every interval without throttling.
+	// Min is the floor (default: 1% of shaping.rate).
+	Min Rate `yaml:"min" json:"min"`
+	// Increase (aimd) is added to the rate after each clean interval
+	// (default: 5% of shaping.rate).
 	Increase Rate `yaml:"increase" json:"increase"`
 	// Decrease (aimd) multiplies the rate on throttling (0 < decrease < 1).
 	Decrease float64 `yaml:"decrease" json:"decrease"`
 	// Interval between adjustments.
 	Interval Duration `yaml:"interval" json:"interval"`
-	// TargetLatency (pid) is the downstream latency to hold.
-	TargetLatency Duration `yaml:"target_latency" json:"target_latency"`
 }
 
 // Sink selects and configures the downstream.
@@ -212,7 +217,14 @@ type HTTP struct {
 	BearerToken Secret            `yaml:"bearer_token" json:"bearer_token"`
 	ContentType string            `yaml:"content_type" json:"content_type"`
 	Timeout     Duration          `yaml:"timeout" json:"timeout"`
-	TLS         TLS               `yaml:"tls" json:"tls"`
+	// Body is a text/template over the message (.ID, .Key, .Value,
+	// .Headers, .Field "a.b", ...); empty sends the value as is.
+	Body string `yaml:"body" json:"body"`
+	// IdempotencyHeader carries the message ID (default Idempotency-Key).
+	IdempotencyHeader string `yaml:"idempotency_header" json:"idempotency_header"`
+	// SuccessPath, if set, is a gjson path that must be truthy in a 2xx body.
+	SuccessPath string `yaml:"success_path" json:"success_path"`
+	TLS         TLS    `yaml:"tls" json:"tls"`
 }
 
 // SQL writes each message (or batch) to a database.
@@ -244,16 +256,18 @@ type DeadLetter struct {
 	Path    string `yaml:"path" json:"path"`
 }
 
-// Retry governs transient failures. Every attempt is admitted by the shaper.
+// Retry governs transient failures. Every attempt is admitted by the
+// shaper. Backoff is exponential with full jitter, from initial_backoff up
+// to max_backoff, or the downstream's Retry-After if later.
 type Retry struct {
 	// MaxAttempts counts deliveries including the first; after the last a
 	// message is dead-lettered. 0 retries forever.
 	MaxAttempts    int      `yaml:"max_attempts" json:"max_attempts"`
 	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff"`
 	MaxBackoff     Duration `yaml:"max_backoff" json:"max_backoff"`
-	Multiplier     float64  `yaml:"multiplier" json:"multiplier"`
-	// Jitter is the random fraction of each backoff (0..1).
-	Jitter float64 `yaml:"jitter" json:"jitter"`
+	// MaxTime gives up (dead-letters) this long after the first attempt;
+	// 0: no limit.
+	MaxTime Duration `yaml:"max_time" json:"max_time"`
 }
 
 // Batching groups admitted messages into one Deliver call (1: no batching).
@@ -301,16 +315,13 @@ func Default() Config {
 			},
 		},
 		Shaping: Shaping{
+			MaxWait:     Duration(5 * time.Second),
 			QueueSize:   1000,
 			MaxInFlight: 16,
 			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
-			Global:      Global{Key: "pacer", Lease: 10, OnFailure: "closed"},
-			Adaptive: Adaptive{
-				Mode:          "off",
-				Decrease:      0.5,
-				Interval:      Duration(time.Second),
-				TargetLatency: Duration(200 * time.Millisecond),
-			},
+			Global: Global{Key: "pacer", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
+				ExpectedWorkers: 1, OnFailure: "closed"},
+			Adaptive: Adaptive{Mode: "off", Decrease: 0.5, Interval: Duration(time.Second)},
 		},
 		Sink: Sink{
 			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},
@@ -322,8 +333,6 @@ func Default() Config {
 			MaxAttempts:    10,
 			InitialBackoff: Duration(100 * time.Millisecond),
 			MaxBackoff:     Duration(30 * time.Second),
-			Multiplier:     2,
-			Jitter:         0.2,
 		},
 		Ordering:     "none",
 		Batching:     Batching{Size: 1},

@@ -65,7 +65,11 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, ", within a budget of %s shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.Key, s.Global.OnFailure)
 	}
 	if s.Adaptive.Mode != "off" {
-		fmt.Fprintf(&b, ", adapting the rate (%s) between %s and %s from the downstream's feedback", s.Adaptive.Mode, s.Adaptive.Min, s.Adaptive.Max)
+		floor := s.Adaptive.Min.String()
+		if s.Adaptive.Min.IsZero() {
+			floor = "1% of it"
+		}
+		fmt.Fprintf(&b, ", adapting the rate (%s) between %s and %s from the downstream's feedback", s.Adaptive.Mode, floor, s.Rate)
 	}
 	fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
 	switch c.Sink.Type {

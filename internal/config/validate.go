@@ -234,7 +234,16 @@ func (v *validator) shaping() {
 		if g.Burst < 0 {
 			v.add("shaping.global.burst", "must be >= 0, got %d", g.Burst)
 		}
-		v.positive("shaping.global.lease", g.Lease)
+		if g.Lease <= 0 {
+			v.add("shaping.global.lease", "must be > 0")
+		}
+		if g.Timeout <= 0 {
+			v.add("shaping.global.timeout", "must be > 0")
+		}
+		v.positive("shaping.global.expected_workers", g.ExpectedWorkers)
+		if strings.ContainsAny(g.Key, "{}") {
+			v.add("shaping.global.key", "must not contain { or }")
+		}
 		if g.Key == "" {
 			v.add("shaping.global.key", "missing: name the shared budget")
 		}
@@ -244,32 +253,14 @@ func (v *validator) shaping() {
 	}
 	a := s.Adaptive
 	if v.oneOf("shaping.adaptive.mode", a.Mode, "off", "aimd", "pid") && a.Mode != "off" {
-		if a.Min.IsZero() {
-			v.add("shaping.adaptive.min", "missing: the lowest rate adaptive control may set")
+		if !a.Min.IsZero() && !s.Rate.IsZero() && a.Min.PerSecond() > s.Rate.PerSecond() {
+			v.add("shaping.adaptive.min", "min %s is above shaping.rate %s (the rate is the ceiling adaptive control moves under)", a.Min, s.Rate)
 		}
-		if a.Max.IsZero() {
-			v.add("shaping.adaptive.max", "missing: the highest rate adaptive control may set")
-		}
-		if !a.Min.IsZero() && !a.Max.IsZero() && a.Min.PerSecond() > a.Max.PerSecond() {
-			v.add("shaping.adaptive.min", "min %s is above max %s", a.Min, a.Max)
-		}
-		if !s.Rate.IsZero() && !a.Min.IsZero() && !a.Max.IsZero() &&
-			(s.Rate.PerSecond() < a.Min.PerSecond() || s.Rate.PerSecond() > a.Max.PerSecond()) {
-			v.add("shaping.rate", "rate %s is outside adaptive [%s, %s]", s.Rate, a.Min, a.Max)
-		}
-		if !s.Peak.IsZero() && !a.Max.IsZero() && a.Max.PerSecond() > s.Peak.PerSecond() {
-			v.add("shaping.adaptive.max", "max %s is above peak %s", a.Max, s.Peak)
-		}
-		if a.Mode == "aimd" {
-			if a.Decrease <= 0 || a.Decrease >= 1 {
-				v.add("shaping.adaptive.decrease", "must be between 0 and 1 (exclusive), got %g", a.Decrease)
-			}
+		if a.Decrease <= 0 || a.Decrease >= 1 {
+			v.add("shaping.adaptive.decrease", "must be between 0 and 1 (exclusive), got %g", a.Decrease)
 		}
 		if a.Interval <= 0 {
 			v.add("shaping.adaptive.interval", "must be > 0")
-		}
-		if a.Mode == "pid" && a.TargetLatency <= 0 {
-			v.add("shaping.adaptive.target_latency", "must be > 0 with mode pid")
 		}
 	}
 }
@@ -360,16 +351,13 @@ func (v *validator) misc() {
 	if r.MaxBackoff < r.InitialBackoff {
 		v.add("retry.max_backoff", "max_backoff %v is below initial_backoff %v", r.MaxBackoff, r.InitialBackoff)
 	}
-	if r.Multiplier < 1 {
-		v.add("retry.multiplier", "must be >= 1, got %g", r.Multiplier)
-	}
-	if r.Jitter < 0 || r.Jitter > 1 {
-		v.add("retry.jitter", "must be between 0 and 1, got %g", r.Jitter)
-	}
-	v.oneOf("ordering", c.Ordering, "none", "key", "partition")
+	v.oneOf("ordering", c.Ordering, "none", "key")
 	v.positive("batching.size", c.Batching.Size)
 	if c.Batching.Size > c.Shaping.QueueSize && c.Shaping.QueueSize > 0 {
 		v.add("batching.size", "batch size %d is larger than shaping.queue_size %d", c.Batching.Size, c.Shaping.QueueSize)
+	}
+	if c.Batching.Size > c.Shaping.EffectiveBurst() && !c.Shaping.Rate.IsZero() {
+		v.add("batching.size", "batch size %d is above shaping.burst %d: a batch could never be admitted", c.Batching.Size, c.Shaping.EffectiveBurst())
 	}
 	if c.Batching.Size == 1 && c.Batching.Linger > 0 {
 		v.add("batching.linger", "linger is set but batching.size is 1")
