@@ -14,6 +14,7 @@ type Delivery struct {
 	Key     string
 	Attempt int
 	At      time.Time // when Deliver was called
+	End     time.Time // when it returned
 	Outcome pacer.Outcome
 }
 
@@ -76,13 +77,14 @@ func (s *Sink) Deliver(ctx context.Context, msgs []*pacer.Message, results []pac
 		}
 	}
 	fb.Latency = time.Since(start)
+	end := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.delivered == nil {
 		s.delivered = make(map[string]int)
 	}
 	for i, m := range msgs {
-		s.log = append(s.log, Delivery{ID: m.ID, Key: string(m.Key), Attempt: m.Attempt, At: start, Outcome: results[i].Outcome})
+		s.log = append(s.log, Delivery{ID: m.ID, Key: string(m.Key), Attempt: m.Attempt, At: start, End: end, Outcome: results[i].Outcome})
 		if results[i].Outcome == pacer.Delivered {
 			s.delivered[m.ID]++
 		}

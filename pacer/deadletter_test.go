@@ -1,0 +1,103 @@
+package pacer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/pacertest"
+)
+
+func TestDeadLetterPaths(t *testing.T) {
+	permanent := errors.New("400 invalid payload")
+	behave := func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+		switch m.ID {
+		case "test/0/1":
+			return pacer.Result{Outcome: pacer.Reject, Err: permanent}, pacer.Feedback{Status: 400}, 0
+		case "test/0/2":
+			return pacer.Result{Outcome: pacer.Retry, Err: errors.New("502")}, pacer.Feedback{Status: 502}, 0
+		}
+		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{}, 0
+	}
+	run := func(t *testing.T, dl pacer.DeadLetterer) (*pacertest.Ledger, *pacertest.Sink) {
+		msgs := pacertest.Messages(4)
+		led := pacertest.NewLedger()
+		led.Attach(msgs)
+		sink := &pacertest.Sink{Behave: behave}
+		cfg := pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, DeadLetterRetry: 7 * time.Second,
+			Retry: pacer.RetryConfig{MaxAttempts: 3, Initial: time.Second, Max: 4 * time.Second, Seed: 9}}
+		if dl != nil {
+			cfg.DeadLetter = dl
+		}
+		e, err := pacer.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return led, sink
+	}
+	t.Run("written", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			dl := &pacertest.DeadLetters{}
+			led, sink := run(t, dl)
+			d, ok := dl.Get("test/0/1")
+			if !ok || !errors.Is(d.Reason, pacer.ErrRejected) || !errors.Is(d.Reason, permanent) || d.Attempt != 1 {
+				t.Errorf("rejected message dead letter = %+v, %v; want ErrRejected wrapping the sink error, attempt 1", d, ok)
+			}
+			d, ok = dl.Get("test/0/2")
+			var dle *pacer.DeadLetterError
+			if !ok || !errors.As(d.Reason, &dle) || !errors.Is(d.Reason, pacer.ErrRetriesExhausted) || dle.Attempts != 3 {
+				t.Errorf("exhausted message dead letter = %+v, %v; want ErrRetriesExhausted after 3 attempts", d, ok)
+			}
+			for _, id := range []string{"test/0/1", "test/0/2"} {
+				if s, _ := led.Get(id); s.How != pacer.SettledTerm || s.Reason == "" {
+					t.Errorf("%s settled %v reason %q, want term with reason", id, s.How, s.Reason)
+				}
+			}
+			// Full jitter: attempt k+1 comes at most Initial*2^(k-1) after attempt k ends.
+			var last time.Time
+			k := 0
+			for _, a := range sink.Deliveries() {
+				if a.ID != "test/0/2" {
+					continue
+				}
+				if k > 0 {
+					if gap, ceil := a.At.Sub(last), time.Second<<(k-1); gap > ceil {
+						t.Errorf("attempt %d came %v after the previous, over the backoff ceiling %v", a.Attempt, gap, ceil)
+					}
+				}
+				last, k = a.End, k+1
+			}
+			if k != 3 {
+				t.Errorf("%d attempts, want 3", k)
+			}
+		})
+	})
+	t.Run("write fails", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			dl := &pacertest.DeadLetters{Fail: func(*pacer.Message) error { return errors.New("dlq down") }}
+			led, _ := run(t, dl)
+			for _, id := range []string{"test/0/1", "test/0/2"} {
+				if s, _ := led.Get(id); s.How != pacer.SettledNak || s.Delay != 7*time.Second {
+					t.Errorf("%s settled %v delay %v, want nak after 7s (left for redelivery)", id, s.How, s.Delay)
+				}
+			}
+			if led.Count(pacer.SettledAck) != 2 {
+				t.Errorf("acked %d, want 2", led.Count(pacer.SettledAck))
+			}
+		})
+	})
+	t.Run("none configured", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			led, _ := run(t, nil)
+			if s, _ := led.Get("test/0/1"); s.How != pacer.SettledNak {
+				t.Errorf("no dead-letter destination: settled %v, want nak", s.How)
+			}
+		})
+	})
+}
