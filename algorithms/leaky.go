@@ -1,0 +1,189 @@
+package algorithms
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// LeakyMeterConfig configures a LeakyMeter.
+type LeakyMeterConfig struct {
+	Rate     Rate // drain rate r; required
+	Capacity int  // bucket capacity C >= 1
+}
+
+// LeakyMeter is the leaky bucket as a meter: a bucket of capacity C that
+// drains at r. A request for n adds n to the level when it fits (level+n <= C)
+// and is refused, adding nothing, when it does not. It never delays: a grant
+// has wait 0, a refusal carries the time until the request would fit.
+//
+// Guarantee: the permits granted in any interval [t1, t2] number at most
+// r*(t2-t1) + C, exactly (integer nanoseconds plus a remainder). It is the
+// mirror image of a TokenBucket without borrowing (level = C - tokens) and
+// shares its exact arithmetic.
+//
+// Choose it to police (reject excess immediately, e.g. an inbound API);
+// choose LeakyPacer to shape (delay excess into an even stream).
+//
+// A stale now is treated as the latest time seen. Safe for concurrent use
+// (a mutex: the state is more than one word).
+type LeakyMeter struct {
+	mu    sync.Mutex
+	epoch time.Time
+	c     core
+}
+
+var _ Limiter = (*LeakyMeter)(nil)
+
+// NewLeakyMeter returns an empty meter (full capacity available) at now.
+func NewLeakyMeter(cfg LeakyMeterConfig, now time.Time) (*LeakyMeter, error) {
+	if err := validateBucket(cfg.Rate, cfg.Capacity, 0); err != nil {
+		return nil, err
+	}
+	m := &LeakyMeter{epoch: now}
+	m.c.init(cfg.Rate, int64(cfg.Capacity), 0, 0, 0, false)
+	return m, nil
+}
+
+// Reserve adds n to the level at now if it fits (wait is always 0 then).
+func (m *LeakyMeter) Reserve(now time.Time, n int) (time.Duration, bool) {
+	t := rel(now, m.epoch)
+	m.mu.Lock()
+	w, ok := m.c.reserve(m.c.clock(t), int64(n))
+	m.mu.Unlock()
+	return time.Duration(w), ok
+}
+
+// Cancel removes n from the level (never below empty).
+func (m *LeakyMeter) Cancel(now time.Time, n int) {
+	t := rel(now, m.epoch)
+	m.mu.Lock()
+	m.c.cancel(m.c.clock(t), int64(n))
+	m.mu.Unlock()
+}
+
+// Level returns the bucket's level at now, between 0 and Capacity.
+func (m *LeakyMeter) Level(now time.Time) float64 {
+	t := rel(now, m.epoch)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return float64(m.c.burst) - m.c.tokens(m.c.clock(t))
+}
+
+// LeakyPacerConfig configures a LeakyPacer.
+type LeakyPacerConfig struct {
+	Rate Rate // departure rate r; required
+	// Capacity is the most permits waiting, including the one departing next,
+	// counted in departure slots of 1/r: a request is refused when it would
+	// depart more than (Capacity-n)/r from now. >= 1; 1 = no queue.
+	Capacity int
+	// Slack lets the schedule fall behind by up to Slack slots after a stall,
+	// so that many events may then depart back to back to catch up; a burst
+	// is never more than 1+Slack events. 0 = strict spacing.
+	Slack int
+}
+
+// LeakyPacer is the leaky bucket as a queue: it admits up to Capacity
+// waiting permits and gives each request its departure time, the "next leak
+// time" design.
+//
+// Guarantee: with Slack 0, departures (now + wait) are never closer than
+// 1/r: a grant of n departs at d and the next grant departs at or after
+// d + n/r, exactly (integer ns plus a remainder, waits rounded up to a ns).
+// With Slack s, the scheduled departures keep that spacing but may lie up to
+// s slots in the past, so actual departures number at most r*(t2-t1) + 1 + s
+// in any interval [t1, t2].
+//
+// Choose it to protect others: a downstream that must never see more than r.
+// A stale now is treated as the latest time seen. Safe for concurrent use
+// (a mutex: the state is more than one word).
+type LeakyPacer struct {
+	mu    sync.Mutex
+	epoch time.Time
+	st    step
+	room  inst  // Capacity * cost
+	slack inst  // Slack * cost
+	cap   int64 // Capacity
+	next  inst  // earliest departure of the next permit
+	last  int64
+}
+
+var _ Limiter = (*LeakyPacer)(nil)
+
+// NewLeakyPacer returns a pacer whose first departure may be now.
+func NewLeakyPacer(cfg LeakyPacerConfig, now time.Time) (*LeakyPacer, error) {
+	if err := validateBucket(cfg.Rate, cfg.Capacity, 0); err != nil {
+		return nil, err
+	}
+	if cfg.Slack < 0 {
+		return nil, fmt.Errorf("%w: slack %d must be >= 0", ErrInvalidConfig, cfg.Slack)
+	}
+	if err := checkSpan("capacity plus slack", cfg.Rate, int64(cfg.Capacity)+int64(cfg.Slack)); err != nil {
+		return nil, err
+	}
+	st := newStep(cfg.Rate)
+	p := &LeakyPacer{epoch: now, st: st, room: st.mul(int64(cfg.Capacity)), slack: st.mul(int64(cfg.Slack)), cap: int64(cfg.Capacity)}
+	p.next = st.sub(inst{}, p.slack)
+	return p, nil
+}
+
+func (p *LeakyPacer) clock(now time.Time) int64 {
+	t := rel(now, p.epoch)
+	if t < p.last {
+		return p.last
+	}
+	p.last = t
+	return t
+}
+
+// Reserve schedules n permits to depart at now+wait, or refuses (consuming
+// nothing) when the queue is full; the refusal's wait is when room frees.
+// n > Capacity is refused with wait 0.
+func (p *LeakyPacer) Reserve(now time.Time, n int) (time.Duration, bool) {
+	if n <= 0 {
+		return 0, true
+	}
+	if int64(n) > p.cap {
+		return 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.clock(now)
+	tt := inst{ns: t}
+	d := maxInst(p.next, p.st.sub(tt, p.slack))
+	end := p.st.add(d, p.st.mul(int64(n)))
+	// Room: end - t <= Capacity*cost.
+	if over := p.st.sub(end, p.st.add(tt, p.room)); (inst{}).less(over) {
+		return time.Duration(over.ceil()), false
+	}
+	p.next = end
+	w := d.ceil() - t
+	if w < 0 {
+		w = 0
+	}
+	return time.Duration(w), true
+}
+
+// Cancel gives back n departure slots (the schedule moves back, never before
+// now minus the slack).
+func (p *LeakyPacer) Cancel(now time.Time, n int) {
+	if n <= 0 {
+		return
+	}
+	if int64(n) > p.cap {
+		n = int(p.cap)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.clock(now)
+	p.next = maxInst(p.st.sub(p.next, p.st.mul(int64(n))), p.st.sub(inst{ns: t}, p.slack))
+}
+
+// Next returns the earliest departure time a request at now would get.
+func (p *LeakyPacer) Next(now time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.clock(now)
+	d := maxInst(p.next, inst{ns: t})
+	return p.epoch.Add(time.Duration(d.ceil()))
+}
