@@ -1,0 +1,287 @@
+package kafka
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// ErrInvalidConfig is wrapped by every configuration error.
+var ErrInvalidConfig = errors.New("kafka: invalid config")
+
+// DefaultVersion is the Kafka protocol version assumed when Config.Version
+// is empty. (kfake, the in-process test broker, needs at least this one.)
+const DefaultVersion = "3.6.0"
+
+// Client holds what every Kafka client of pacer needs to reach the cluster.
+type Client struct {
+	Brokers []string `yaml:"brokers"`
+	// ClientID names this client in broker logs and quotas ("pacer" if empty).
+	ClientID string `yaml:"client_id"`
+	// Version is the Kafka protocol version, e.g. "3.6.0" (DefaultVersion if empty).
+	Version string `yaml:"version"`
+	TLS     TLS    `yaml:"tls"`
+	SASL    SASL   `yaml:"sasl"`
+}
+
+// TLS configures transport security. Server certificates are verified unless
+// InsecureSkipVerify is set.
+type TLS struct {
+	Enable             bool   `yaml:"enable"`
+	CAFile             string `yaml:"ca_file"`   // PEM roots; system roots if empty
+	CertFile           string `yaml:"cert_file"` // client certificate (mutual TLS), with KeyFile
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASL configures authentication. Mechanism is "", "PLAIN", "SCRAM-SHA-256"
+// or "SCRAM-SHA-512". The password is never logged.
+type SASL struct {
+	Mechanism string `yaml:"mechanism"`
+	User      string `yaml:"user"`
+	Password  string `yaml:"password"`
+}
+
+// InitialOffset says where a group with no committed offset starts.
+type InitialOffset string
+
+const (
+	// OffsetOldest starts at the earliest retained message (the default).
+	OffsetOldest InitialOffset = "oldest"
+	// OffsetNewest starts after the last message at join time.
+	OffsetNewest InitialOffset = "newest"
+)
+
+// Config configures a Source. The zero value is not usable: Brokers, Group
+// and Topics are required; everything else has a default.
+type Config struct {
+	Client `yaml:",inline"`
+	Group  string   `yaml:"group"`
+	Topics []string `yaml:"topics"`
+	// InitialOffset applies when the group has no committed offset for a
+	// partition (OffsetOldest if empty).
+	InitialOffset InitialOffset `yaml:"initial_offset"`
+	// Balance is the partition assignment strategy: "range" (default),
+	// "roundrobin" or "sticky". All are eager: a rebalance ends the whole
+	// session, which is what lets a blocked hand-over see it.
+	Balance string `yaml:"balance"`
+
+	// ChannelBufferSize is sarama's per-partition message channel size
+	// (default 16). Together with FetchDefault it bounds what sarama holds
+	// in memory per partition while paused; see Source.
+	ChannelBufferSize int `yaml:"channel_buffer_size"`
+	// FetchDefault is the bytes asked per partition per fetch (default 64 KiB).
+	FetchDefault int32 `yaml:"fetch_default"`
+	// FetchMax caps one fetch per partition (0: no cap beyond the broker's).
+	FetchMax int32 `yaml:"fetch_max"`
+	// MaxInFlightPerPartition caps messages handed over but not yet final,
+	// per partition (default 1024). When reached, the partition waits; this
+	// bounds how much is redelivered after a crash.
+	MaxInFlightPerPartition int `yaml:"max_in_flight_per_partition"`
+
+	SessionTimeout   time.Duration `yaml:"session_timeout"`   // default 10s
+	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"` // default 60s
+	// CommitInterval is how often marked offsets are committed (default 1s);
+	// they are also committed when a session ends.
+	CommitInterval time.Duration `yaml:"commit_interval"`
+
+	Logger *slog.Logger `yaml:"-"`
+	// Sarama, if set, may adjust the generated sarama config last. Changes
+	// that break the guarantees (auto-commit off without committing, a
+	// cooperative strategy) are the caller's responsibility.
+	Sarama func(*sarama.Config) `yaml:"-"`
+}
+
+func (c *Config) withDefaults() Config {
+	cc := *c
+	if cc.InitialOffset == "" {
+		cc.InitialOffset = OffsetOldest
+	}
+	if cc.Balance == "" {
+		cc.Balance = "range"
+	}
+	if cc.ChannelBufferSize == 0 {
+		cc.ChannelBufferSize = 16
+	}
+	if cc.FetchDefault == 0 {
+		cc.FetchDefault = 64 << 10
+	}
+	if cc.MaxInFlightPerPartition == 0 {
+		cc.MaxInFlightPerPartition = 1024
+	}
+	if cc.SessionTimeout == 0 {
+		cc.SessionTimeout = 10 * time.Second
+	}
+	if cc.RebalanceTimeout == 0 {
+		cc.RebalanceTimeout = 60 * time.Second
+	}
+	if cc.CommitInterval == 0 {
+		cc.CommitInterval = time.Second
+	}
+	if cc.Logger == nil {
+		cc.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cc
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if len(c.Topics) == 0 {
+		return fmt.Errorf("%w: topics is empty", ErrInvalidConfig)
+	}
+	if c.Group == "" {
+		return fmt.Errorf("%w: group is empty", ErrInvalidConfig)
+	}
+	switch c.InitialOffset {
+	case "", OffsetOldest, OffsetNewest:
+	default:
+		return fmt.Errorf("%w: initial_offset %q (want oldest or newest)", ErrInvalidConfig, c.InitialOffset)
+	}
+	switch c.Balance {
+	case "", "range", "roundrobin", "sticky":
+	default:
+		return fmt.Errorf("%w: balance %q (want range, roundrobin or sticky)", ErrInvalidConfig, c.Balance)
+	}
+	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 {
+		return fmt.Errorf("%w: negative size", ErrInvalidConfig)
+	}
+	return c.Client.validate()
+}
+
+func (c *Client) validate() error {
+	if len(c.Brokers) == 0 {
+		return fmt.Errorf("%w: brokers is empty", ErrInvalidConfig)
+	}
+	if c.Version != "" {
+		if _, err := sarama.ParseKafkaVersion(c.Version); err != nil {
+			return fmt.Errorf("%w: version %q: %v", ErrInvalidConfig, c.Version, err)
+		}
+	}
+	switch c.SASL.Mechanism {
+	case "":
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if c.SASL.User == "" {
+			return fmt.Errorf("%w: sasl.user is empty for %s", ErrInvalidConfig, c.SASL.Mechanism)
+		}
+	default:
+		return fmt.Errorf("%w: sasl.mechanism %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", ErrInvalidConfig, c.SASL.Mechanism)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		return fmt.Errorf("%w: tls.cert_file and tls.key_file go together", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// sarama fills the connection part of a sarama config.
+func (c *Client) sarama(sc *sarama.Config) error {
+	sc.ClientID = c.ClientID
+	if sc.ClientID == "" {
+		sc.ClientID = "pacer"
+	}
+	v := c.Version
+	if v == "" {
+		v = DefaultVersion
+	}
+	ver, err := sarama.ParseKafkaVersion(v)
+	if err != nil {
+		return fmt.Errorf("%w: version %q: %v", ErrInvalidConfig, v, err)
+	}
+	sc.Version = ver
+	if c.TLS.Enable {
+		tc, err := c.TLS.config()
+		if err != nil {
+			return err
+		}
+		sc.Net.TLS.Enable = true
+		sc.Net.TLS.Config = tc
+	}
+	if m := c.SASL.Mechanism; m != "" {
+		sc.Net.SASL.Enable = true
+		sc.Net.SASL.Handshake = true
+		sc.Net.SASL.User = c.SASL.User
+		sc.Net.SASL.Password = c.SASL.Password
+		switch m {
+		case "PLAIN":
+			sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		case "SCRAM-SHA-256":
+			sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: sha256.New} }
+		case "SCRAM-SHA-512":
+			sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: sha512.New} }
+		}
+	}
+	return nil
+}
+
+func (t *TLS) config() (*tls.Config, error) {
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName,
+		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // opt-in, documented
+	}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: tls ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: tls ca_file %s holds no PEM certificate", ErrInvalidConfig, t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: tls client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// saramaConfig builds the consumer group's sarama config.
+func (c *Config) saramaConfig() (*sarama.Config, error) {
+	sc := sarama.NewConfig()
+	if err := c.Client.sarama(sc); err != nil {
+		return nil, err
+	}
+	sc.Consumer.Return.Errors = true
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if c.InitialOffset == OffsetNewest {
+		sc.Consumer.Offsets.Initial = sarama.OffsetNewest
+	}
+	sc.Consumer.Offsets.AutoCommit.Enable = true
+	sc.Consumer.Offsets.AutoCommit.Interval = c.CommitInterval
+	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
+	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
+	sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
+	switch c.Balance {
+	case "roundrobin":
+		sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRoundRobin()}
+	case "sticky":
+		sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
+	default:
+		sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRange()}
+	}
+	sc.ChannelBufferSize = c.ChannelBufferSize
+	sc.Consumer.Fetch.Default = c.FetchDefault
+	sc.Consumer.Fetch.Max = c.FetchMax
+	if c.Sarama != nil {
+		c.Sarama(sc)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return sc, nil
+}

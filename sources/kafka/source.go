@@ -1,0 +1,336 @@
+// Package kafka is pacer's Kafka source (a sarama consumer group) and
+// dead-letter producer.
+//
+// The Source hands each message to the engine and commits offsets through a
+// per-partition watermark: offset o+1 is marked only when every delivered
+// offset <= o of that partition is final (Ack or Term). Nak leaves the
+// offset uncommitted: the message comes back after a restart or a
+// rebalance, not sooner, and the partition's watermark stops there (the
+// partition keeps delivering up to MaxInFlightPerPartition).
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+var _ pacer.Source = (*Source)(nil)
+
+// Source consumes topics through a sarama consumer group.
+//
+// Pause: the partitions are paused in the consumer group (no further
+// fetches) and every claimed partition stops reading from sarama's channel.
+// After Pause returns, at most one message per claimed partition may still
+// be handed to deliver (one that was already being handed over); the rest
+// of what sarama holds (up to ChannelBufferSize plus one fetch per
+// partition) stays buffered until Resume. Pauses are re-applied after every
+// rebalance.
+//
+// Rebalances: every wait (deliver, pause, the in-flight cap) watches the
+// session's context, so ConsumeClaim returns as soon as a rebalance starts.
+// Offsets of a revoked partition are committed up to its watermark; later
+// Acks for it are ignored and the unfinished messages are redelivered to the
+// partition's next owner.
+//
+// A Source runs once; its methods are safe for concurrent use.
+type Source struct {
+	cfg Config
+	sc  *sarama.Config
+
+	mu      sync.Mutex
+	group   sarama.ConsumerGroup // set while Run is running
+	paused  bool
+	resumed chan struct{} // closed while not paused
+	pausedC chan struct{} // closed while paused
+
+	ran     atomic.Bool
+	stopped chan struct{}
+	stopOne sync.Once
+
+	delivered atomic.Int64
+}
+
+// New validates cfg and returns a Source. It does not connect: Run does.
+func New(cfg Config) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := cfg.withDefaults()
+	sc, err := c.saramaConfig()
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{cfg: c, sc: sc, resumed: make(chan struct{}), pausedC: make(chan struct{}),
+		stopped: make(chan struct{})}
+	close(s.resumed)
+	return s, nil
+}
+
+// Run joins the group and consumes until ctx is done (it returns ctx's
+// error), deliver fails outside a rebalance (the engine stops: nil), or the
+// group fails fatally.
+func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
+	if s.ran.Swap(true) {
+		return errors.New("kafka: Source.Run called twice")
+	}
+	group, err := sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc)
+	if err != nil {
+		return fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
+	}
+	s.mu.Lock()
+	s.group = group
+	if s.paused {
+		group.PauseAll()
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.group = nil
+		s.mu.Unlock()
+		if err := group.Close(); err != nil {
+			s.cfg.Logger.Warn("kafka: closing consumer group", "group", s.cfg.Group, "err", err)
+		}
+	}()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			select {
+			case err, ok := <-group.Errors():
+				if !ok {
+					return
+				}
+				s.cfg.Logger.Warn("kafka: consumer group error", "group", s.cfg.Group, "err", err)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		select {
+		case <-s.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	h := &handler{s: s, deliver: deliver}
+	for {
+		err := group.Consume(ctx, s.cfg.Topics, h)
+		select {
+		case <-s.stopped:
+			return nil
+		default:
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, sarama.ErrClosedConsumerGroup) {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		if err != nil {
+			s.cfg.Logger.Warn("kafka: consume session ended", "group", s.cfg.Group, "err", err)
+			// Back off briefly so a broker outage is not a busy loop.
+			t := time.NewTimer(250 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// Pause stops fetching and handing over messages; see Source for the bound.
+func (s *Source) Pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.group != nil {
+		s.group.PauseAll()
+	}
+	if s.paused {
+		return
+	}
+	s.paused = true
+	s.resumed = make(chan struct{})
+	close(s.pausedC)
+}
+
+// Resume undoes Pause.
+func (s *Source) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.group != nil {
+		s.group.ResumeAll()
+	}
+	if !s.paused {
+		return
+	}
+	s.paused = false
+	s.pausedC = make(chan struct{})
+	close(s.resumed)
+}
+
+// Paused reports whether the Source is paused.
+func (s *Source) Paused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
+// Delivered counts messages handed to deliver since New.
+func (s *Source) Delivered() int64 { return s.delivered.Load() }
+
+func (s *Source) pauseState() (paused bool, resumed, pausedC <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused, s.resumed, s.pausedC
+}
+
+// repause re-applies a pause to a partition claimed after a rebalance.
+func (s *Source) repause(topic string, partition int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused && s.group != nil {
+		s.group.Pause(map[string][]int32{topic: {partition}})
+	}
+}
+
+func (s *Source) stop(err error) {
+	s.stopOne.Do(func() {
+		s.cfg.Logger.Debug("kafka: deliver refused, stopping", "group", s.cfg.Group, "err", err)
+		close(s.stopped)
+	})
+}
+
+type handler struct {
+	s       *Source
+	deliver func(context.Context, *pacer.Message) error
+}
+
+func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
+	s := h.s
+	s.mu.Lock()
+	if s.paused && s.group != nil {
+		s.group.PauseAll()
+	}
+	s.mu.Unlock()
+	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
+		"generation", sess.GenerationID(), "claims", sess.Claims())
+	return nil
+}
+
+func (h *handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	s := h.s
+	ctx := sess.Context()
+	topic, partition := claim.Topic(), claim.Partition()
+	s.repause(topic, partition)
+	w := newWatermark(func(next int64) { sess.MarkOffset(topic, partition, next, "") })
+	// Revoke before returning: sarama commits what was marked when the
+	// session is released, and nothing may be marked after that.
+	defer w.revoke()
+
+	limit := s.cfg.MaxInFlightPerPartition
+	for {
+		paused, resumed, pausedC := s.pauseState()
+		if paused {
+			select {
+			case <-resumed:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if n, room := w.pending(); n >= limit {
+			select {
+			case <-room:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		var msg *sarama.ConsumerMessage
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			msg = m
+		case <-pausedC:
+			continue
+		case <-ctx.Done():
+			return nil
+		}
+		m := convert(msg)
+		m.Acker = &acker{w: w, off: msg.Offset}
+		w.add(msg.Offset)
+		if err := h.deliver(ctx, m); err != nil {
+			w.drop(msg.Offset)
+			if ctx.Err() == nil {
+				// The engine is stopping, not the session.
+				s.stop(err)
+			}
+			return nil
+		}
+		s.delivered.Add(1)
+	}
+}
+
+func convert(msg *sarama.ConsumerMessage) *pacer.Message {
+	m := &pacer.Message{
+		ID:        msg.Topic + "/" + strconv.FormatInt(int64(msg.Partition), 10) + "/" + strconv.FormatInt(msg.Offset, 10),
+		Key:       msg.Key,
+		Value:     msg.Value,
+		Topic:     msg.Topic,
+		Partition: msg.Partition,
+		Offset:    msg.Offset,
+		Timestamp: msg.Timestamp,
+		Delivered: 1,
+	}
+	if len(msg.Headers) > 0 {
+		m.Headers = make(map[string]string, len(msg.Headers))
+		for _, h := range msg.Headers {
+			if h != nil {
+				m.Headers[string(h.Key)] = string(h.Value)
+			}
+		}
+	}
+	return m
+}
+
+// acker settles one Kafka message in its partition's watermark. The first
+// call wins; later calls are no-ops returning nil.
+type acker struct {
+	w    *watermark
+	off  int64
+	once atomic.Bool
+}
+
+func (a *acker) Ack(context.Context) error {
+	if a.once.CompareAndSwap(false, true) {
+		a.w.finish(a.off)
+	}
+	return nil
+}
+
+// Nak leaves the offset uncommitted; the message comes back after a restart
+// or rebalance. delay is not used.
+func (a *acker) Nak(context.Context, time.Duration) error {
+	a.once.Store(true)
+	return nil
+}
+
+// Term is Ack: the message was dead-lettered, its fate is final.
+func (a *acker) Term(ctx context.Context, _ string) error { return a.Ack(ctx) }

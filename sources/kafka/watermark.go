@@ -1,0 +1,111 @@
+package kafka
+
+import (
+	"sort"
+	"sync"
+)
+
+// watermark tracks one claimed partition's delivered offsets and decides
+// what may be committed: offset o+1 is marked only when every delivered
+// offset <= o is final (acked or termed). Offsets are added in increasing
+// order (gaps allowed: compaction, transaction markers); they may be
+// finished in any order.
+//
+// After revoke, finishes are ignored: the partition belongs to another
+// session (or member), which will redeliver what was unfinished.
+//
+// A watermark is safe for concurrent use.
+type watermark struct {
+	mu      sync.Mutex
+	entries []wmEntry // pending offsets in increasing order, from head
+	head    int
+	revoked bool
+	room    chan struct{} // closed and replaced whenever an entry leaves
+	mark    func(next int64)
+}
+
+type wmEntry struct {
+	off  int64
+	done bool
+}
+
+func newWatermark(mark func(next int64)) *watermark {
+	return &watermark{mark: mark, room: make(chan struct{})}
+}
+
+// add records a delivered offset, larger than every offset added before.
+func (w *watermark) add(off int64) {
+	w.mu.Lock()
+	w.entries = append(w.entries, wmEntry{off: off})
+	w.mu.Unlock()
+}
+
+// pending returns how many added offsets are not yet committed-past, and a
+// channel closed when that number next drops.
+func (w *watermark) pending() (int, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.entries) - w.head, w.room
+}
+
+// finish marks off final and advances the watermark as far as it can. It
+// reports whether off was pending (false: unknown, repeated, or revoked).
+func (w *watermark) finish(off int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.revoked {
+		return false
+	}
+	live := w.entries[w.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].off >= off })
+	if i == len(live) || live[i].off != off || live[i].done {
+		return false
+	}
+	live[i].done = true
+	if i != 0 {
+		return true
+	}
+	n := 0
+	for n < len(live) && live[n].done {
+		n++
+	}
+	last := live[n-1].off
+	w.head += n
+	if w.head > 64 && w.head*2 > len(w.entries) {
+		w.entries = append(w.entries[:0], w.entries[w.head:]...)
+		w.head = 0
+	}
+	close(w.room)
+	w.room = make(chan struct{})
+	if w.mark != nil {
+		w.mark(last + 1)
+	}
+	return true
+}
+
+// drop forgets the most recently added offset, which was never handed over
+// (deliver failed). Only valid for the last added offset.
+func (w *watermark) drop(off int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.entries); n > w.head && w.entries[n-1].off == off {
+		w.entries = w.entries[:n-1]
+	}
+}
+
+// revoke stops all further marking; later finishes are ignored.
+func (w *watermark) revoke() {
+	w.mu.Lock()
+	w.revoked = true
+	w.mu.Unlock()
+}
+
+// low is the lowest pending offset, or -1 when none is pending.
+func (w *watermark) low() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.head == len(w.entries) {
+		return -1
+	}
+	return w.entries[w.head].off
+}
