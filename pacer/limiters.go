@@ -33,10 +33,19 @@ func algoMaxWait(d time.Duration) time.Duration {
 	return d
 }
 
-// newRateLimiter builds the DualRate for sh and returns its sustained rate.
-// With only a Peak, the bucket runs at the peak with a burst of 1.
+// newRateLimiter builds the bucket stage's limiter for sh and returns its
+// sustained rate. With only a Peak, it runs at the peak with a burst of 1.
 func newRateLimiter(sh *Shaping, now time.Time) (rateLimiter, algorithms.Rate, error) {
-	return nil, algorithms.Rate{}, fmt.Errorf("%w: rate shaping needs algorithms.NewDualRate (not yet available)", ErrInvalidConfig)
+	if sh.Peak != (algorithms.Rate{}) {
+		return nil, algorithms.Rate{}, fmt.Errorf("%w: Peak needs algorithms.NewDualRate (not yet available)", ErrInvalidConfig)
+	}
+	tb, err := algorithms.NewTokenBucket(algorithms.TokenBucketConfig{
+		Rate: sh.Rate, Burst: sh.Burst, MaxWait: algoMaxWait(sh.MaxWait), StartEmpty: sh.StartEmpty,
+	}, now)
+	if err != nil {
+		return nil, algorithms.Rate{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return tb, sh.Rate, nil
 }
 
 // newKeyedLimiter builds the per-key limiter.

@@ -111,6 +111,8 @@ func propertyRun(t *testing.T, seed uint64) {
 	if r.IntN(4) == 0 {
 		batch = 1 + r.IntN(min(qBurst, gBurst))
 	}
+	bRate := int64(20 + r.IntN(800))
+	bBurst := max(batch, 1+r.IntN(20))
 	rec := &recorder{}
 	cfg := pacer.Config{
 		Source:      src,
@@ -125,9 +127,8 @@ func propertyRun(t *testing.T, seed uint64) {
 	}
 	cfg.Quotas = []algorithms.Limiter{quota}
 	cfg.Global = global
-	if batch > 1 {
-		cfg.Burst = batch
-	}
+	cfg.Rate = algorithms.Rate{Count: bRate, Per: time.Second}
+	cfg.Burst = bBurst
 	e, err := pacer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +143,8 @@ func propertyRun(t *testing.T, seed uint64) {
 	if err := e.Run(ctx); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	t.Logf("n=%d keys=%d quota=%g/s b=%d global=%.1f/s b=%d batch=%d inflight=%d queue=%d stop=%v: %+v",
-		n, len(keys), qRate, qBurst, gRate, gBurst, batch, cfg.MaxInFlight, cfg.QueueSize, stopAt, e.Status())
+	t.Logf("n=%d keys=%d bucket=%d/s b=%d quota=%g/s b=%d global=%.1f/s b=%d batch=%d inflight=%d queue=%d stop=%v: %+v",
+		n, len(keys), bRate, bBurst, qRate, qBurst, gRate, gBurst, batch, cfg.MaxInFlight, cfg.QueueSize, stopAt, e.Status())
 
 	adm := rec.times()
 	if err := checkEnvelope(adm, quota.perSecond(), qBurst); err != nil {
@@ -151,6 +152,9 @@ func propertyRun(t *testing.T, seed uint64) {
 	}
 	if err := checkEnvelope(adm, global.perSecond(), gBurst); err != nil {
 		t.Errorf("global envelope: %v", err)
+	}
+	if err := checkEnvelope(adm, float64(bRate), bBurst); err != nil {
+		t.Errorf("token bucket envelope: %v", err)
 	}
 	if got := len(sink.Deliveries()); got != len(adm) {
 		t.Errorf("sink saw %d attempts, shaper admitted %d", got, len(adm))
