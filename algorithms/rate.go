@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -31,12 +33,22 @@ const (
 
 // PerSecond returns a Rate of n events per second. Fractional rates are kept
 // with microevent precision (n=0.5 is 1 per 2s exactly).
+//
+// A NaN, infinite, zero, negative or absurdly large n gives a Rate that
+// Validate rejects (never a panic or a wrapped integer).
 func PerSecond(n float64) Rate {
-	if n == math.Trunc(n) && n < 1<<53 {
+	if math.IsNaN(n) || n <= 0 || n > MaxRatePerSecond*10 {
+		return Rate{Count: 0, Per: time.Second}
+	}
+	if n == math.Trunc(n) {
 		return Rate{Count: int64(n), Per: time.Second}
 	}
 	// Scale to keep up to 6 decimal places.
-	return Rate{Count: int64(math.Round(n * 1e6)), Per: 1e6 * time.Second}.reduce()
+	c := int64(math.Round(n * 1e6))
+	if c == 0 {
+		return Rate{Count: 0, Per: time.Second} // below a microevent per second
+	}
+	return Rate{Count: c, Per: 1e6 * time.Second}.reduce()
 }
 
 // Every returns a Rate of one event per interval.
@@ -48,10 +60,12 @@ func (r Rate) Validate() error {
 	if r.Count <= 0 || r.Per <= 0 {
 		return fmt.Errorf("%w: %d per %v (both must be > 0)", ErrInvalidRate, r.Count, r.Per)
 	}
-	if r.PerSecond() > MaxRatePerSecond {
+	// Exact integer comparisons: at most one event per nanosecond
+	// (Count <= Per in ns), at least one per MaxInterval.
+	if r.Count > int64(r.Per) {
 		return fmt.Errorf("%w: %s is faster than %g/s", ErrInvalidRate, r, float64(MaxRatePerSecond))
 	}
-	if float64(r.Per)/float64(r.Count) > float64(MaxInterval) {
+	if hi, lo := bits.Mul64(uint64(r.Count), uint64(MaxInterval)); hi == 0 && lo < uint64(r.Per) {
 		return fmt.Errorf("%w: %s is slower than one per %v", ErrInvalidRate, r, MaxInterval)
 	}
 	return nil
@@ -74,7 +88,8 @@ func (r Rate) Interval() time.Duration {
 	return r.Per / time.Duration(r.Count)
 }
 
-// String formats r as "N/unit", e.g. "100/s", "1/30m0s".
+// String formats r as "N/unit", e.g. "100/s", "6000/m", "1/720h0m0s",
+// exactly: ParseRate(r.String()) == r for every valid r.
 func (r Rate) String() string {
 	switch r.Per {
 	case time.Second:
@@ -85,9 +100,6 @@ func (r Rate) String() string {
 		return strconv.FormatInt(r.Count, 10) + "/h"
 	case 24 * time.Hour:
 		return strconv.FormatInt(r.Count, 10) + "/day"
-	}
-	if r.Per > 0 && r.Per%time.Second == 0 && r.Count > 0 {
-		return strconv.FormatFloat(r.PerSecond(), 'g', -1, 64) + "/s"
 	}
 	return strconv.FormatInt(r.Count, 10) + "/" + r.Per.String()
 }
@@ -123,7 +135,7 @@ func ParseRate(s string) (Rate, error) {
 		return Rate{}, fmt.Errorf("%w: %q: want COUNT/UNIT such as 100/s, 6000/m or 1M/day", ErrInvalidRate, orig)
 	}
 	num, per = strings.TrimSpace(num), strings.TrimSpace(per)
-	mult := 1.0
+	mult := 1
 	if n := len(num); n > 0 {
 		switch num[n-1] {
 		case 'k', 'K':
@@ -134,11 +146,11 @@ func ParseRate(s string) (Rate, error) {
 			mult, num = 1e9, num[:n-1]
 		}
 	}
-	count, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(count) || math.IsInf(count, 0) || count <= 0 {
-		return Rate{}, fmt.Errorf("%w: %q: count must be a positive number", ErrInvalidRate, orig)
+	count, ok := parseDecimal(num)
+	if !ok || count.Sign() <= 0 {
+		return Rate{}, fmt.Errorf("%w: %q: count must be a positive decimal number", ErrInvalidRate, orig)
 	}
-	count *= mult
+	count.Mul(count, new(big.Rat).SetInt64(int64(mult)))
 	unit, ok := rateUnits[per]
 	if !ok {
 		// "30s", "1h30m": a Go duration after the slash.
@@ -148,19 +160,52 @@ func ParseRate(s string) (Rate, error) {
 		}
 		unit = d
 	}
-	var r Rate
-	if count == math.Trunc(count) && count < 1<<62 {
-		r = Rate{Count: int64(count), Per: unit}
-	} else {
-		// Keep six decimals of the count exactly by scaling the period.
-		scaled := math.Round(count * 1e6)
-		if scaled >= 1<<62 || float64(unit)*1e6 >= 1<<62 {
+	// count/unit = Num / (Denom*unit), exactly. A whole count keeps its unit
+	// ("100/s" is {100, 1s}); a fraction is reduced ("1.5/day" is {3, 48h}).
+	if count.IsInt() {
+		if !count.Num().IsInt64() {
 			return Rate{}, fmt.Errorf("%w: %q: out of range", ErrInvalidRate, orig)
 		}
-		r = Rate{Count: int64(scaled), Per: unit * 1e6}.reduce()
+		r := Rate{Count: count.Num().Int64(), Per: unit}
+		if err := r.Validate(); err != nil {
+			return Rate{}, fmt.Errorf("%w (parsing %q)", err, orig)
+		}
+		return r, nil
 	}
+	perNs := new(big.Int).Mul(count.Denom(), big.NewInt(int64(unit)))
+	num64 := new(big.Int).Set(count.Num())
+	if g := new(big.Int).GCD(nil, nil, num64, perNs); g.Cmp(big.NewInt(1)) > 0 {
+		num64.Quo(num64, g)
+		perNs.Quo(perNs, g)
+	}
+	if !num64.IsInt64() || !perNs.IsInt64() {
+		return Rate{}, fmt.Errorf("%w: %q: out of range", ErrInvalidRate, orig)
+	}
+	r := Rate{Count: num64.Int64(), Per: time.Duration(perNs.Int64())}
 	if err := r.Validate(); err != nil {
 		return Rate{}, fmt.Errorf("%w (parsing %q)", err, orig)
 	}
 	return r, nil
+}
+
+// parseDecimal parses a plain decimal ("100", "2.5", ".5", "1e3") exactly.
+// It refuses fractions, hex and anything longer than 64 bytes.
+func parseDecimal(s string) (*big.Rat, bool) {
+	if s == "" || len(s) > 64 {
+		return nil, false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+			return nil, false
+		}
+	}
+	// Bound the exponent so SetString cannot build a huge number.
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > 30 || e < -30 {
+			return nil, false
+		}
+	}
+	x, ok := new(big.Rat).SetString(s)
+	return x, ok
 }
