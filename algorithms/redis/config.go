@@ -1,0 +1,251 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// ErrInvalidConfig is wrapped by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("algorithms/redis: invalid config")
+
+// ErrClosed is returned by Take and Close after Close.
+var ErrClosed = errors.New("algorithms/redis: limiter closed")
+
+// Policy is what a Limiter does while Redis is unreachable or slower than
+// Config.Timeout.
+type Policy int
+
+const (
+	// FailClosed admits nothing beyond the lease already held: the engine
+	// pauses its source until Redis answers again. The global envelope holds
+	// through any outage. The default.
+	FailClosed Policy = iota
+	// FailOpen falls back to a local token bucket at Rate/ExpectedWorkers
+	// (burst Burst/ExpectedWorkers, starting empty), so work goes on at
+	// about the global rate if every worker does the same.
+	FailOpen
+)
+
+// String returns "fail-closed" or "fail-open".
+func (p Policy) String() string {
+	switch p {
+	case FailClosed:
+		return "fail-closed"
+	case FailOpen:
+		return "fail-open"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy parses "fail-closed" or "fail-open".
+func ParsePolicy(s string) (Policy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "fail-closed", "closed", "":
+		return FailClosed, nil
+	case "fail-open", "open":
+		return FailOpen, nil
+	}
+	return 0, fmt.Errorf("%w: policy %q (want fail-closed or fail-open)", ErrInvalidConfig, s)
+}
+
+// MarshalText implements encoding.TextMarshaler (YAML, JSON, flags).
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *Policy) UnmarshalText(b []byte) error {
+	v, err := ParsePolicy(string(b))
+	if err == nil {
+		*p = v
+	}
+	return err
+}
+
+// Mode is where a Limiter's decisions come from right now.
+type Mode int32
+
+const (
+	// ModeRedis: leases from Redis, the global budget.
+	ModeRedis Mode = iota
+	// ModeFailClosed: Redis failed and the policy is FailClosed.
+	ModeFailClosed
+	// ModeFailOpen: Redis failed and the policy is FailOpen.
+	ModeFailOpen
+)
+
+// String returns "redis", "fail-closed" or "fail-open".
+func (m Mode) String() string {
+	switch m {
+	case ModeRedis:
+		return "redis"
+	case ModeFailClosed:
+		return "fail-closed"
+	case ModeFailOpen:
+		return "fail-open"
+	}
+	return fmt.Sprintf("Mode(%d)", int32(m))
+}
+
+// Config configures a Limiter. Zero durations take the defaults shown.
+type Config struct {
+	// Name identifies the shared budget: every worker with the same Prefix
+	// and Name shares one bucket. Required; no '{' or '}'.
+	Name string `yaml:"name"`
+	// Prefix starts every Redis key; default "pacer:". Keys are
+	// Prefix+"{"+Name+"}" and, per key, Prefix+"{"+Name+":"+key+"}": the
+	// hash tag keeps each bucket in one Redis Cluster slot.
+	Prefix string `yaml:"prefix"`
+
+	// Rate and Burst are the global token bucket shared by all workers.
+	Rate  algorithms.Rate `yaml:"rate"`
+	Burst int             `yaml:"burst"`
+
+	// URL is a redis:// or rediss:// URL (AUTH user:password, TLS, database
+	// number), parsed by go-redis's ParseURL. Used when Client is nil.
+	URL string `yaml:"url"`
+	// Client, when set, is used instead of URL (a Cluster or Ring client,
+	// say); Close does not close it.
+	Client goredis.UniversalClient `yaml:"-"`
+
+	// Lease is the lease window: a worker takes up to Lease worth of its
+	// recent admission rate at a time, never more than Rate*Lease (at least
+	// 1) nor Burst. Default 100ms. Negative disables leasing: every
+	// admission is one Redis call taking exactly the permits asked for.
+	Lease time.Duration `yaml:"lease"`
+	// Timeout bounds each Redis call; a slower answer counts as a failure.
+	// Default 100ms.
+	Timeout time.Duration `yaml:"timeout"`
+	// Policy applies while Redis fails. Default FailClosed.
+	Policy Policy `yaml:"policy"`
+	// ExpectedWorkers divides Rate and Burst for the FailOpen fallback.
+	// Default 1.
+	ExpectedWorkers int `yaml:"expected_workers"`
+	// RetryInterval spaces the probes while Redis fails. Default 250ms.
+	RetryInterval time.Duration `yaml:"retry_interval"`
+	// RefillHint is the wait Reserve suggests while a refill is in flight.
+	// Default 2ms.
+	RefillHint time.Duration `yaml:"refill_hint"`
+	// MaxKeys bounds the per-key lease table (ReserveKey); the least
+	// recently used key is dropped beyond it. Default 10000.
+	MaxKeys int `yaml:"max_keys"`
+
+	// Logger receives mode changes (Warn when Redis fails, Info when it
+	// answers again). Default: discard.
+	Logger *slog.Logger `yaml:"-"`
+	// Hooks, optional, observe mode changes and Redis calls.
+	Hooks Hooks `yaml:"-"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "pacer:"
+	}
+	if c.Lease == 0 {
+		c.Lease = 100 * time.Millisecond
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 100 * time.Millisecond
+	}
+	if c.ExpectedWorkers == 0 {
+		c.ExpectedWorkers = 1
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = 250 * time.Millisecond
+	}
+	if c.RefillHint == 0 {
+		c.RefillHint = 2 * time.Millisecond
+	}
+	if c.MaxKeys == 0 {
+		c.MaxKeys = 10000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every invalid field, each error wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+	if c.Name == "" {
+		bad("name is required")
+	}
+	if strings.ContainsAny(c.Name, "{}") || strings.ContainsAny(c.Prefix, "{}") {
+		bad("name %q and prefix %q must not contain '{' or '}' (hash tags)", c.Name, c.Prefix)
+	}
+	if err := c.Rate.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: rate: %w", ErrInvalidConfig, err))
+	} else if c.Burst < 1 {
+		bad("burst %d must be >= 1", c.Burst)
+	} else if _, err := unitsFor(c.Rate, c.Burst); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Client == nil {
+		if c.URL == "" {
+			bad("url or client is required")
+		} else if _, err := goredis.ParseURL(c.URL); err != nil {
+			bad("url: %v", err)
+		}
+	}
+	if c.Timeout < 0 {
+		bad("timeout %v must be >= 0", c.Timeout)
+	}
+	if c.Policy != FailClosed && c.Policy != FailOpen {
+		bad("policy %d unknown", int(c.Policy))
+	}
+	if c.ExpectedWorkers < 0 {
+		bad("expected workers %d must be >= 1", c.ExpectedWorkers)
+	}
+	if c.RetryInterval < 0 || c.RefillHint < 0 {
+		bad("retry interval %v and refill hint %v must be >= 0", c.RetryInterval, c.RefillHint)
+	}
+	if c.MaxKeys < 0 {
+		bad("max keys %d must be >= 1", c.MaxKeys)
+	}
+	if c.Policy == FailOpen && c.Rate.Validate() == nil && c.Burst >= 1 {
+		if _, _, err := fallbackRate(c.Rate, c.Burst, c.ExpectedWorkers); err != nil {
+			errs = append(errs, fmt.Errorf("%w: fail-open fallback: %w", ErrInvalidConfig, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fallbackRate is Rate/workers and Burst/workers (at least 1).
+func fallbackRate(r algorithms.Rate, burst, workers int) (algorithms.Rate, int, error) {
+	if workers < 1 {
+		workers = 1
+	}
+	per := r.Per * time.Duration(workers)
+	if per/time.Duration(workers) != r.Per {
+		return algorithms.Rate{}, 0, fmt.Errorf("rate %s / %d workers overflows", r, workers)
+	}
+	fr := algorithms.Rate{Count: r.Count, Per: per}
+	if err := fr.Validate(); err != nil {
+		return algorithms.Rate{}, 0, err
+	}
+	return fr, max(1, burst/workers), nil
+}
+
+// Hooks observe a Limiter. Methods are called from the Limiter's background
+// goroutine, never with a lock held; they must not block.
+type Hooks interface {
+	// OnModeChange is called when the mode changes; err is the Redis error
+	// that caused a switch away from ModeRedis (nil on recovery).
+	OnModeChange(name string, from, to Mode, err error)
+}
+
+// CallHooks, optionally implemented by a Hooks value, observes every Redis
+// call (its duration and error).
+type CallHooks interface {
+	OnRedisCall(name string, d time.Duration, err error)
+}

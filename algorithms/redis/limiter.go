@@ -1,0 +1,556 @@
+// Package redis is pacer's distributed limiter: one token bucket in Redis
+// shared by every worker, served locally from small leases.
+//
+// Model. The bucket (Config.Rate, Config.Burst) lives in Redis and is changed
+// only by one Lua script (see bucketScript) that reads the Redis server's
+// clock, so workers' clock skew does not matter. A worker does not ask Redis
+// per message: it takes a lease of whole tokens (about Config.Lease worth of
+// its recent admission rate, at most Rate*Lease and Burst) and serves
+// Reserve from it. Tokens come out of the bucket before they are admitted, so
+// for every interval of length T, all workers together admit at most
+//
+//	r*T + b + workers * maxLease
+//
+// where maxLease = min(Burst, max(1, ceil(Rate*Lease), largest n asked)): the
+// bucket's envelope plus the leases held at the interval's start.
+//
+// Reserve never blocks on the network. When the lease is short it returns
+// ok=false with a small wait hint and queues a refill; one background
+// goroutine (the one exception to "algorithms have no goroutines", started by
+// New and stopped by Close) runs refills one at a time, each bounded by
+// Config.Timeout. Cancel returns permits to the local lease; Close returns
+// unused lease tokens to Redis.
+//
+// When Redis fails or is slow, Config.Policy decides (FailClosed: admit
+// nothing beyond the lease held; FailOpen: a local algorithms.TokenBucket at
+// Rate/ExpectedWorkers); the Limiter keeps probing every RetryInterval and
+// switches back when Redis answers. Mode, Stats, the Logger and Hooks show it.
+//
+// Time: Reserve's now orders the local decisions (when to ask Redis again);
+// the bucket itself runs on the Redis server's clock.
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// Limiter is a Redis-backed global token bucket with local leases. It
+// implements algorithms.Limiter for one shared budget (Reserve, Cancel) and
+// offers per-key budgets (ReserveKey, CancelKey: one bucket per key shared by
+// all workers). Safe for concurrent use. Create with New; Close when done.
+type Limiter struct {
+	cfg       Config
+	u         units
+	client    goredis.UniversalClient
+	ownClient bool
+	maxLease  int
+	leasing   bool
+	fbRate    algorithms.Rate
+	fbBurst   int
+	callHooks CallHooks
+
+	ctx    context.Context // cancelled by Close: aborts an in-flight call
+	cancel context.CancelFunc
+	wake   chan struct{}
+	done   chan struct{}
+
+	mu         sync.Mutex
+	closed     bool
+	mode       Mode
+	stampRetry bool      // a failure happened; next Reserve sets nextProbe
+	nextProbe  time.Time // while failing, no probe before this (Reserve's clock)
+	main       *bucket
+	keys       map[string]*bucket
+	queue      []*bucket
+	st         Stats
+}
+
+var _ algorithms.Limiter = (*Limiter)(nil)
+
+// Stats is a snapshot of a Limiter's counters, for metrics.
+type Stats struct {
+	Mode     Mode   // current mode
+	Calls    uint64 // Redis script calls (refills, probes, returns)
+	Errors   uint64 // failed or timed-out calls
+	Taken    uint64 // tokens taken from Redis
+	Returned uint64 // tokens given back to Redis (Close)
+	Admitted uint64 // permits granted by Reserve/ReserveKey, less Cancel
+	Fallback uint64 // permits granted by the fail-open fallback
+	Lease    int    // tokens held locally for the shared budget
+	Keys     int    // per-key buckets held locally
+}
+
+// bucket is the local side of one Redis bucket: the lease held and the
+// demand seen.
+type bucket struct {
+	key  string // Redis key
+	name string // per-key map key ("" for the main bucket)
+
+	lease  int // whole tokens held
+	want   int // latest unmet n
+	queued bool
+
+	rate     float64 // admitted permits/s, smoothed
+	winStart time.Time
+	winCount int
+
+	notBefore time.Time     // no refill before (Reserve's clock)
+	pending   time.Duration // server wait from the last refill, to stamp
+	stamp     bool
+
+	fallback algorithms.Limiter // fail-open local bucket
+	used     time.Time
+}
+
+// New validates cfg, connects (lazily: go-redis dials on first use) and
+// starts the background refill goroutine. now is unused by the bucket but
+// starts the local demand estimate.
+func New(cfg Config, now time.Time) (*Limiter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	u, _ := unitsFor(cfg.Rate, cfg.Burst)
+	l := &Limiter{cfg: cfg, u: u, client: cfg.Client, leasing: cfg.Lease > 0,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), keys: map[string]*bucket{}}
+	if l.client == nil {
+		opt, err := goredis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
+		}
+		l.client, l.ownClient = goredis.NewClient(opt), true
+	}
+	if ch, ok := cfg.Hooks.(CallHooks); ok {
+		l.callHooks = ch
+	}
+	l.maxLease = 1
+	if l.leasing {
+		per := cfg.Rate.PerSecond() * cfg.Lease.Seconds()
+		l.maxLease = int(math.Min(float64(cfg.Burst), math.Max(1, math.Ceil(per))))
+	}
+	if cfg.Policy == FailOpen {
+		l.fbRate, l.fbBurst, _ = fallbackRate(cfg.Rate, cfg.Burst, cfg.ExpectedWorkers)
+	}
+	l.main = l.newBucket(cfg.Prefix+"{"+cfg.Name+"}", "", now)
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.loop()
+	return l, nil
+}
+
+func (l *Limiter) newBucket(key, name string, now time.Time) *bucket {
+	return &bucket{key: key, name: name, winStart: now, used: now,
+		rate: l.cfg.Rate.PerSecond() / float64(l.cfg.ExpectedWorkers)}
+}
+
+// Reserve asks for n permits of the shared budget at now. It never blocks on
+// the network: ok=true (wait always 0) when the local lease covers n;
+// otherwise ok=false, nothing consumed, and wait hints when to ask again
+// while a refill runs in the background. n > Burst is refused with wait 0.
+func (l *Limiter) Reserve(now time.Time, n int) (time.Duration, bool) {
+	return l.reserve(now, nil, n)
+}
+
+// Cancel returns n permits from an earlier grant to the local lease.
+func (l *Limiter) Cancel(now time.Time, n int) { l.cancelN(now, nil, n) }
+
+// ReserveKey is Reserve for key's own budget (Rate, Burst per key, shared by
+// all workers): one tenant's limit across the fleet.
+func (l *Limiter) ReserveKey(now time.Time, key []byte, n int) (time.Duration, bool) {
+	if key == nil {
+		key = []byte{}
+	}
+	return l.reserve(now, key, n)
+}
+
+// CancelKey returns n permits of key's budget to the local lease.
+func (l *Limiter) CancelKey(now time.Time, key []byte, n int) {
+	if key == nil {
+		key = []byte{}
+	}
+	l.cancelN(now, key, n)
+}
+
+// bucketLocked returns the bucket for key (nil: the main one), creating it.
+func (l *Limiter) bucketLocked(now time.Time, key []byte) *bucket {
+	if key == nil {
+		return l.main
+	}
+	if b, ok := l.keys[string(key)]; ok {
+		return b
+	}
+	if len(l.keys) >= l.cfg.MaxKeys {
+		var old *bucket
+		for _, b := range l.keys {
+			if !b.queued && (old == nil || b.used.Before(old.used)) {
+				old = b
+			}
+		}
+		if old != nil { // its lease is dropped: conservative, never minted
+			delete(l.keys, old.name)
+		}
+	}
+	name := string(key)
+	b := l.newBucket(l.cfg.Prefix+"{"+l.cfg.Name+":"+tagSafe(name)+"}", name, now)
+	l.keys[name] = b
+	return b
+}
+
+// tagSafe keeps a key printable and free of braces (which would break the
+// hash tag); otherwise it is hex-encoded with an "x" prefix.
+func tagSafe(k string) string {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x21 || c > 0x7e || c == '{' || c == '}' {
+			return fmt.Sprintf("x%x", k)
+		}
+	}
+	if strings.HasPrefix(k, "x") {
+		return "s" + k // keep "x..." raw keys apart from hex-encoded ones
+	}
+	return k
+}
+
+func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool) {
+	if n <= 0 {
+		return 0, true
+	}
+	if n > l.cfg.Burst {
+		return 0, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, false
+	}
+	if l.stampRetry {
+		l.nextProbe, l.stampRetry = now.Add(l.cfg.RetryInterval), false
+	}
+	b := l.bucketLocked(now, key)
+	b.used = now
+	if b.stamp {
+		b.notBefore, b.stamp = now.Add(b.pending), false
+	}
+	if b.lease >= n {
+		b.lease -= n
+		l.admitLocked(b, now, n)
+		if l.leasing && l.mode == ModeRedis && b.lease*2 < l.targetLocked(b) {
+			l.requestLocked(b, now)
+		}
+		return 0, true
+	}
+	b.want = n
+	if l.mode != ModeRedis {
+		if !now.Before(l.nextProbe) && !b.queued {
+			l.nextProbe = now.Add(l.cfg.RetryInterval)
+			l.enqueueLocked(b)
+		}
+		if l.mode == ModeFailOpen {
+			if b.fallback == nil {
+				b.fallback, _ = algorithms.NewTokenBucket(algorithms.TokenBucketConfig{
+					Rate: l.fbRate, Burst: l.fbBurst, StartEmpty: true}, now)
+			}
+			if b.fallback != nil {
+				w, ok := b.fallback.Reserve(now, n)
+				if ok && w == 0 {
+					l.st.Fallback += uint64(n)
+					l.admitLocked(b, now, n)
+					return 0, true
+				}
+				if ok { // a borrowing fallback: give it back, hint the wait
+					b.fallback.Cancel(now, n)
+				}
+				return max(w, l.cfg.RefillHint), false
+			}
+		}
+		return max(l.nextProbe.Sub(now), l.cfg.RefillHint), false
+	}
+	l.requestLocked(b, now)
+	if b.queued {
+		return l.cfg.RefillHint, false
+	}
+	return max(b.notBefore.Sub(now), l.cfg.RefillHint), false
+}
+
+func (l *Limiter) cancelN(now time.Time, key []byte, n int) {
+	if n <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	b := l.bucketLocked(now, key)
+	if l.mode == ModeFailOpen && b.fallback != nil {
+		b.fallback.Cancel(now, n)
+	} else {
+		b.lease = min(b.lease+n, max(l.maxLease, n))
+	}
+	b.winCount = max(0, b.winCount-n)
+	l.st.Admitted -= min(l.st.Admitted, uint64(n))
+}
+
+// admitLocked counts n admitted permits and updates b's demand estimate
+// (admitted permits per second, halved in weight every 250ms window).
+func (l *Limiter) admitLocked(b *bucket, now time.Time, n int) {
+	l.st.Admitted += uint64(n)
+	b.winCount += n
+	if el := now.Sub(b.winStart); el >= 250*time.Millisecond {
+		b.rate = 0.5*b.rate + 0.5*float64(b.winCount)/el.Seconds()
+		b.winStart, b.winCount = now, 0
+	}
+}
+
+// targetLocked is the lease b aims for: Lease worth of its recent rate,
+// within [max(1, want), max(maxLease, want)].
+func (l *Limiter) targetLocked(b *bucket) int {
+	if !l.leasing {
+		return b.want
+	}
+	t := int(math.Ceil(b.rate * l.cfg.Lease.Seconds()))
+	return max(min(t, l.maxLease), b.want, 1)
+}
+
+// requestLocked queues a refill for b unless one is queued or the server
+// said the tokens are not there yet.
+func (l *Limiter) requestLocked(b *bucket, now time.Time) {
+	if b.queued || b.stamp || now.Before(b.notBefore) {
+		return
+	}
+	l.enqueueLocked(b)
+}
+
+func (l *Limiter) enqueueLocked(b *bucket) {
+	b.queued = true
+	l.queue = append(l.queue, b)
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the background goroutine: it runs queued refills one at a time.
+func (l *Limiter) loop() {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-l.wake:
+		}
+		for l.refillOne() {
+		}
+	}
+}
+
+// refillOne runs the first queued refill; false when the queue is empty.
+func (l *Limiter) refillOne() bool {
+	l.mu.Lock()
+	if len(l.queue) == 0 || l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	b := l.queue[0]
+	l.queue[0] = nil
+	l.queue = l.queue[1:]
+	take := l.targetLocked(b) - b.lease
+	least := 1
+	if !l.leasing {
+		least = take
+	}
+	if b.want > b.lease && l.mode != ModeRedis {
+		take = max(take, b.want-b.lease)
+	}
+	if take <= 0 {
+		b.queued = false
+		l.mu.Unlock()
+		return true
+	}
+	l.mu.Unlock()
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Timeout)
+	res, err := runScript(ctx, l.client, b.key, l.u, take, least)
+	cancel()
+	if l.callHooks != nil {
+		l.callHooks.OnRedisCall(l.cfg.Name, time.Since(start), err)
+	}
+
+	l.mu.Lock()
+	b.queued = false
+	l.st.Calls++
+	from := l.mode
+	if err != nil {
+		if l.closed && errors.Is(err, context.Canceled) {
+			l.mu.Unlock()
+			return false
+		}
+		l.st.Errors++
+		l.stampRetry = true
+		if l.mode == ModeRedis {
+			l.mode = ModeFailClosed
+			if l.cfg.Policy == FailOpen {
+				l.mode = ModeFailOpen
+			}
+		}
+	} else {
+		l.st.Taken += uint64(res.granted)
+		b.lease += res.granted
+		if b.lease >= b.want {
+			b.want = 0
+		}
+		if res.granted < take && res.wait > 0 {
+			b.pending, b.stamp = res.wait, true
+		}
+		if l.mode != ModeRedis {
+			l.mode = ModeRedis
+			l.nextProbe = time.Time{}
+			l.main.fallback = nil
+			for _, kb := range l.keys {
+				kb.fallback = nil
+			}
+		}
+	}
+	to := l.mode
+	l.mu.Unlock()
+	if from != to {
+		l.modeChanged(from, to, err)
+	}
+	return true
+}
+
+func (l *Limiter) modeChanged(from, to Mode, err error) {
+	if to == ModeRedis {
+		l.cfg.Logger.Info("redis limiter: redis answers again; using the global budget",
+			"limiter", l.cfg.Name, "from", from.String(), "mode", to.String())
+	} else {
+		l.cfg.Logger.Warn("redis limiter: redis failed; applying the failure policy",
+			"limiter", l.cfg.Name, "mode", to.String(), "error", err)
+	}
+	if l.cfg.Hooks != nil {
+		l.cfg.Hooks.OnModeChange(l.cfg.Name, from, to, err)
+	}
+}
+
+// Mode returns where decisions come from now.
+func (l *Limiter) Mode() Mode {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mode
+}
+
+// Calls returns the number of Redis calls made so far.
+func (l *Limiter) Calls() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st.Calls
+}
+
+// Stats returns a snapshot of the counters.
+func (l *Limiter) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.st
+	s.Mode, s.Lease, s.Keys = l.mode, l.main.lease, len(l.keys)
+	return s
+}
+
+// MaxLease is the most tokens one worker holds for one bucket when the
+// requests are at most this size: the per-worker slack in the envelope.
+func (l *Limiter) MaxLease() int { return l.maxLease }
+
+// Take runs the script once, synchronously: it takes up to n tokens of the
+// shared budget (key nil) or of key's budget, all or nothing when exact is
+// true, and returns how many it got and, when short, how long until the
+// missing ones would be there. It bypasses the lease: for tools, tests and
+// callers that want one Redis call per decision.
+func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (granted int, wait time.Duration, err error) {
+	l.mu.Lock()
+	closed := l.closed
+	k := l.main.key
+	if key != nil {
+		k = l.cfg.Prefix + "{" + l.cfg.Name + ":" + tagSafe(string(key)) + "}"
+	}
+	l.st.Calls++
+	l.mu.Unlock()
+	if closed {
+		return 0, 0, ErrClosed
+	}
+	least := 1
+	if exact {
+		least = n
+	}
+	res, err := runScript(ctx, l.client, k, l.u, n, least)
+	if err != nil {
+		l.mu.Lock()
+		l.st.Errors++
+		l.mu.Unlock()
+		return 0, 0, err
+	}
+	l.mu.Lock()
+	l.st.Taken += uint64(res.granted)
+	l.mu.Unlock()
+	return res.granted, res.wait, nil
+}
+
+// Close stops the background goroutine and gives every unused lease token
+// back to Redis (bounded by ctx), then closes the client if New created it.
+// Reserve refuses after Close. Idempotent: later calls return nil.
+func (l *Limiter) Close(ctx context.Context) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.cancel()
+	<-l.done
+
+	l.mu.Lock()
+	bs := append([]*bucket{l.main}, mapValues(l.keys)...)
+	l.mu.Unlock()
+	var errs []error
+	for _, b := range bs {
+		l.mu.Lock()
+		n := b.lease
+		b.lease = 0
+		l.mu.Unlock()
+		if n == 0 {
+			continue
+		}
+		_, err := runScript(ctx, l.client, b.key, l.u, -n, 0)
+		l.mu.Lock()
+		l.st.Calls++
+		if err != nil {
+			l.st.Errors++
+			errs = append(errs, fmt.Errorf("algorithms/redis: returning %d tokens to %s: %w", n, b.key, err))
+		} else {
+			l.st.Returned += uint64(n)
+		}
+		l.mu.Unlock()
+	}
+	if l.ownClient {
+		if err := l.client.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func mapValues(m map[string]*bucket) []*bucket {
+	out := make([]*bucket, 0, len(m))
+	for _, b := range m {
+		out = append(out, b)
+	}
+	return out
+}

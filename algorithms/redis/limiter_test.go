@@ -1,0 +1,370 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := Config{Name: "api", Rate: algorithms.PerSecond(300), Burst: 30, URL: "redis://127.0.0.1:6379/0"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no name", func(c *Config) { c.Name = "" }, "name is required"},
+		{"brace", func(c *Config) { c.Name = "a{b}" }, "hash tags"},
+		{"rate", func(c *Config) { c.Rate = algorithms.Rate{} }, "rate"},
+		{"burst", func(c *Config) { c.Burst = 0 }, "burst 0"},
+		{"no url", func(c *Config) { c.URL = "" }, "url or client"},
+		{"bad url", func(c *Config) { c.URL = "http://x" }, "url"},
+		{"policy", func(c *Config) { c.Policy = 7 }, "policy 7"},
+		{"timeout", func(c *Config) { c.Timeout = -1 }, "timeout"},
+		{"workers", func(c *Config) { c.ExpectedWorkers = -2 }, "expected workers"},
+		{"too exact", func(c *Config) { c.Rate = algorithms.Rate{Count: 1, Per: 300 * 24 * time.Hour}; c.Burst = 1e6 }, "2^53"},
+	} {
+		c := ok
+		tc.edit(&c)
+		err := c.Validate()
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v want ErrInvalidConfig mentioning %q", tc.name, err, tc.want)
+		}
+		if _, err := New(c, time.Now()); err == nil {
+			t.Errorf("%s: New accepted an invalid config", tc.name)
+		}
+	}
+	for _, s := range []string{"fail-open", "fail-closed"} {
+		var p Policy
+		if err := p.UnmarshalText([]byte(s)); err != nil || p.String() != s {
+			t.Errorf("Policy.UnmarshalText(%q) = %v, %v", s, p, err)
+		}
+	}
+	if _, err := ParsePolicy("maybe"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("ParsePolicy(maybe) err = %v", err)
+	}
+}
+
+// TestReserveLeases: Reserve never blocks; the first call starts a refill and
+// refuses with a small hint; later calls are served from the lease, with far
+// fewer Redis calls than admissions.
+func TestReserveLeases(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("lease", algorithms.PerSecond(10000), 1000)
+	cfg.Lease = 100 * time.Millisecond
+	l := newLimiter(t, cfg)
+	if got, want := l.MaxLease(), 1000; got != want {
+		t.Fatalf("MaxLease() = %d want %d (min(burst, rate*lease))", got, want)
+	}
+	w, ok := l.Reserve(time.Now(), 1)
+	if ok || w != cfg.withDefaults().RefillHint {
+		t.Fatalf("first Reserve = %v, %v; want the refill hint and false", w, ok)
+	}
+	admitted := 0
+	for admitted < 2000 {
+		if !reserveWithin(l, nil, 1, 5*time.Second) {
+			t.Fatalf("no admission within 5s after %d", admitted)
+		}
+		admitted++
+	}
+	st := l.Stats()
+	if st.Admitted != 2000 || st.Mode != ModeRedis {
+		t.Fatalf("stats = %+v want 2000 admitted in mode redis", st)
+	}
+	if perMsg := float64(st.Calls) / float64(st.Admitted); perMsg > 0.1 {
+		t.Fatalf("Redis calls per admitted = %d/%d = %.3f, want <= 0.1 with leasing", st.Calls, st.Admitted, perMsg)
+	}
+	t.Logf("%d admitted with %d Redis calls (%.4f per admission), lease now %d", st.Admitted, st.Calls, float64(st.Calls)/float64(st.Admitted), st.Lease)
+	if _, ok := l.Reserve(time.Now(), cfg.Burst+1); ok {
+		t.Fatalf("Reserve(burst+1) admitted")
+	}
+	if _, ok := l.Reserve(time.Now(), 0); !ok {
+		t.Fatalf("Reserve(0) refused")
+	}
+}
+
+// TestNoLeasing: with Lease < 0 every admission is one all-or-nothing call.
+func TestNoLeasing(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("nolease", algorithms.PerSecond(10000), 100)
+	cfg.Lease = -1
+	l := newLimiter(t, cfg)
+	for i := 0; i < 50; i++ {
+		if !reserveWithin(l, nil, 2, 5*time.Second) {
+			t.Fatalf("no admission %d", i)
+		}
+	}
+	st := l.Stats()
+	if st.Taken != 100 || st.Admitted != 100 || st.Calls < 50 {
+		t.Fatalf("stats = %+v; want 100 taken = admitted in >= 50 calls", st)
+	}
+}
+
+// TestCloseReturnsLease: a slow budget (10/h, so nothing refills during the
+// test) shows Close giving the unused lease back to Redis, and Cancel
+// returning permits to the lease.
+func TestCloseReturnsLease(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("close", algorithms.Rate{Count: 10, Per: time.Hour}, 10)
+	cfg.Lease = time.Hour // lease up to 10
+	l := newLimiter(t, cfg)
+	if !reserveWithin(l, nil, 3, 5*time.Second) {
+		t.Fatal("no admission")
+	}
+	if st := l.Stats(); st.Lease != 7 || st.Taken != 10 {
+		t.Fatalf("after Reserve(3): %+v want lease 7 of 10 taken", st)
+	}
+	l.Cancel(time.Now(), 1)
+	if st := l.Stats(); st.Lease != 8 || st.Admitted != 2 {
+		t.Fatalf("after Cancel(1): %+v want lease 8, admitted 2", st)
+	}
+	ctx := context.Background()
+	if err := l.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, ok := l.Reserve(time.Now(), 1); ok {
+		t.Fatalf("Reserve after Close admitted")
+	}
+	if st := l.Stats(); st.Returned != 8 {
+		t.Fatalf("returned %d want 8", st.Returned)
+	}
+	other := newLimiter(t, cfg)
+	got, _, err := other.Take(ctx, nil, 10, false)
+	if err != nil || got != 8 {
+		t.Fatalf("another worker's Take(10) after Close = %d, %v; want the 8 returned", got, err)
+	}
+	if _, _, err := l.Take(ctx, nil, 1, false); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Take after Close err = %v want ErrClosed", err)
+	}
+}
+
+// TestPerKey: one budget per key shared by every worker; keys are apart.
+func TestPerKey(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("tenant", algorithms.Rate{Count: 5, Per: time.Hour}, 5)
+	cfg.Lease = time.Hour
+	a, b := newLimiter(t, cfg), newLimiter(t, cfg)
+	for i := 0; i < 5; i++ {
+		if !reserveWithin(a, []byte("t1"), 1, 5*time.Second) {
+			t.Fatalf("a: key t1 admission %d refused", i)
+		}
+	}
+	if reserveWithin(b, []byte("t1"), 1, 100*time.Millisecond) {
+		t.Fatalf("b admitted on t1 whose budget a took")
+	}
+	if !reserveWithin(b, []byte("t2"), 1, 5*time.Second) {
+		t.Fatalf("b refused on t2, an untouched key")
+	}
+	if !reserveWithin(b, []byte("odd{key}\n"), 1, 5*time.Second) {
+		t.Fatalf("b refused on a key with braces")
+	}
+	if !reserveWithin(a, nil, 1, 5*time.Second) {
+		t.Fatalf("the shared budget is apart from the keys")
+	}
+	ctx := context.Background()
+	for _, k := range []string{"{tenant:t1}", "{tenant:t2}", "{tenant:x6f64647b6b65797d0a}", "{tenant}"} {
+		if n, err := e.client.Exists(ctx, e.srv.Prefix+k).Result(); err != nil || n != 1 {
+			t.Errorf("key %q exists = %d, %v; want 1", e.srv.Prefix+k, n, err)
+		}
+	}
+	a.CancelKey(time.Now(), []byte("t1"), 1)
+	if w, ok := a.ReserveKey(time.Now(), []byte("t1"), 1); !ok || w != 0 {
+		t.Fatalf("ReserveKey after CancelKey = %v, %v; want the permit back", w, ok)
+	}
+}
+
+// TestEnvelopeProperty: W workers (each its own Limiter, as separate
+// processes would be) with random seeded demand never admit more than
+// r*T + b + W*maxLease in any interval [t1, t2], timed by the admissions.
+func TestEnvelopeProperty(t *testing.T) {
+	e := newEnv(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for round := 0; round < 3; round++ {
+		rng := rand.New(rand.NewPCG(seed, uint64(round)))
+		workers := 2 + rng.IntN(3)
+		rate := 100 + rng.IntN(400)
+		burst := 5 + rng.IntN(40)
+		maxN := 1 + rng.IntN(3)
+		t.Run(fmt.Sprintf("w%d_r%d_b%d_n%d", workers, rate, burst, maxN), func(t *testing.T) {
+			cfg := e.cfg(fmt.Sprintf("env%d", round), algorithms.PerSecond(float64(rate)), burst)
+			cfg.Lease = time.Duration(20+rng.IntN(100)) * time.Millisecond
+			var (
+				mu    sync.Mutex
+				times []time.Time
+				wg    sync.WaitGroup
+				slack int
+			)
+			stop := time.Now().Add(1200 * time.Millisecond)
+			for w := 0; w < workers; w++ {
+				l := newLimiter(t, cfg)
+				slack += max(l.MaxLease(), maxN)
+				wrng := rand.New(rand.NewPCG(seed, uint64(round*100+w)))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for time.Now().Before(stop) {
+						n := 1 + wrng.IntN(maxN)
+						wt, ok := l.Reserve(time.Now(), n)
+						if ok {
+							at := time.Now() // after the grant, so after Redis took the tokens
+							mu.Lock()
+							for range n {
+								times = append(times, at)
+							}
+							mu.Unlock()
+							if wrng.IntN(4) == 0 {
+								time.Sleep(time.Duration(wrng.IntN(3000)) * time.Microsecond) // random think time
+							}
+							continue
+						}
+						time.Sleep(min(max(wt, 100*time.Microsecond), 5*time.Millisecond))
+					}
+				}()
+			}
+			wg.Wait()
+			slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+			if len(times) <= burst {
+				t.Fatalf("only %d admitted in 1.2s at %d/s", len(times), rate)
+			}
+			r := float64(rate)
+			worst, wi, wj := -1e18, 0, 0
+			for i := range times {
+				for j := i; j < len(times); j++ {
+					// admissions in [times[i], times[j]] minus the bound
+					over := float64(j-i+1) - (r*times[j].Sub(times[i]).Seconds() + float64(burst+slack))
+					if over > worst {
+						worst, wi, wj = over, i, j
+					}
+				}
+			}
+			t.Logf("%d admitted in 1.2s by %d workers at %d/s burst %d lease slack %d; worst interval margin %.1f (%d..%d)",
+				len(times), workers, rate, burst, slack, -worst, wi, wj)
+			if worst > 0 {
+				t.Fatalf("envelope broken: %d admitted in %v > %d/s*T + %d + %d",
+					wj-wi+1, times[wj].Sub(times[wi]), rate, burst, slack)
+			}
+		})
+	}
+}
+
+// TestOutage puts a TCP proxy in front of the server and cuts it mid-run:
+// both policies are observed (hooks, Mode, a log line) and the limiter goes
+// back to Redis when the proxy returns.
+func TestOutage(t *testing.T) {
+	e := newEnv(t)
+	for _, policy := range []Policy{FailClosed, FailOpen} {
+		t.Run(policy.String(), func(t *testing.T) {
+			p := testenv.NewTCPProxy(t, e.client.Options().Addr)
+			opt, err := goredis.ParseURL(e.srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.Addr = p.Addr()
+			opt.MaxRetries = -1
+			c := goredis.NewClient(opt)
+			t.Cleanup(func() { _ = c.Close() })
+			var logs syncBuf
+			hooks := &recHooks{}
+			cfg := e.cfg("outage-"+policy.String(), algorithms.PerSecond(1000), 20)
+			cfg.URL, cfg.Client = "", c
+			cfg.Policy, cfg.ExpectedWorkers = policy, 2
+			cfg.Timeout = 100 * time.Millisecond
+			cfg.Logger, cfg.Hooks = textLogger(&logs), hooks
+			l := newLimiter(t, cfg)
+			for i := 0; i < 50; i++ {
+				if !reserveWithin(l, nil, 1, 5*time.Second) {
+					t.Fatalf("admission %d refused before the outage", i)
+				}
+			}
+			p.Stop()
+			// Spend the lease held; then Redis is needed and fails.
+			waitMode(t, l, map[Policy]Mode{FailClosed: ModeFailClosed, FailOpen: ModeFailOpen}[policy], 5*time.Second)
+			if !strings.Contains(logs.String(), "redis failed") {
+				t.Fatalf("no log line on failure: %q", logs.String())
+			}
+			for l.Stats().Lease > 0 {
+				l.Reserve(time.Now(), 1)
+			}
+			before := l.Stats()
+			admitted := 0
+			deadline := time.Now().Add(300 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				if _, ok := l.Reserve(time.Now(), 1); ok {
+					admitted++
+				}
+				time.Sleep(time.Millisecond)
+			}
+			switch policy {
+			case FailClosed:
+				if admitted != 0 {
+					t.Fatalf("fail-closed admitted %d during the outage", admitted)
+				}
+			case FailOpen:
+				// the fallback runs at 1000/s / 2 workers, starting empty
+				if admitted == 0 || l.Stats().Fallback == before.Fallback {
+					t.Fatalf("fail-open admitted %d during the outage (fallback %d)", admitted, l.Stats().Fallback)
+				}
+				if admitted > 500*400/1000+1 {
+					t.Fatalf("fail-open admitted %d in ~300ms at 500/s", admitted)
+				}
+			}
+			if st := l.Stats(); st.Errors == 0 {
+				t.Fatalf("no errors counted: %+v", st)
+			}
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitMode(t, l, ModeRedis, 5*time.Second)
+			if !reserveWithin(l, nil, 1, 5*time.Second) {
+				t.Fatalf("no admission after Redis returned")
+			}
+			if got := hooks.seen(); len(got) != 2 || got[1] != ModeRedis {
+				t.Fatalf("mode changes = %v want [%v redis]", got, policy)
+			}
+			if !strings.Contains(logs.String(), "redis answers again") {
+				t.Fatalf("no log line on recovery: %q", logs.String())
+			}
+		})
+	}
+}
+
+// TestMiniredisRestart: the in-process server itself goes away and comes
+// back (no proxy): same recovery.
+func TestMiniredisRestart(t *testing.T) {
+	e := newEnv(t)
+	if e.srv.Mini == nil {
+		t.Skipf("needs the in-process miniredis (testenv chose %s)", e.srv.Kind)
+	}
+	cfg := e.cfg("restart", algorithms.PerSecond(1000), 5)
+	l := newLimiter(t, cfg)
+	if !reserveWithin(l, nil, 1, 5*time.Second) {
+		t.Fatal("no admission")
+	}
+	e.srv.Mini.Close()
+	waitMode(t, l, ModeFailClosed, 5*time.Second)
+	if err := e.srv.Mini.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitMode(t, l, ModeRedis, 5*time.Second)
+	if !reserveWithin(l, nil, 1, 5*time.Second) {
+		t.Fatal("no admission after restart")
+	}
+}
