@@ -41,7 +41,7 @@ func (c *core) init(r Rate, burst int64, maxWait, expiry int64, t int64, startEm
 }
 
 // setMaxN computes the largest request that can ever be granted:
-// n*cost <= min(tau, expiry) + maxWait.
+// n <= burst and n*cost <= min(tau, expiry) + maxWait.
 func (c *core) setMaxN() {
 	capSpan := c.st.rat(c.tau)
 	if c.expiry > 0 {
@@ -50,7 +50,8 @@ func (c *core) setMaxN() {
 		}
 	}
 	capSpan.Add(capSpan, new(big.Rat).SetInt64(c.maxWait))
-	c.maxN = c.st.permitsIn(c.st.fromRat(capSpan))
+	// A grant is used at once, so it may never exceed the burst.
+	c.maxN = min(c.burst, c.st.permitsIn(c.st.fromRat(capSpan)))
 }
 
 // clock applies the stale-time rule: a now earlier than one already seen is

@@ -92,7 +92,7 @@ func NewGCRA(cfg GCRAConfig, now time.Time) (*GCRA, error) {
 		maxWait: int64(cfg.MaxWait) * d,
 		maxRel:  limit,
 	}
-	g.maxN = (g.tau + g.maxWait) / cost
+	g.maxN = int64(cfg.Burst) // a grant is used at once: never above the burst
 	if cfg.StartEmpty {
 		g.tat.Store(g.tau)
 	}

@@ -12,7 +12,8 @@ type TokenBucketConfig struct {
 	Burst int  // capacity b >= 1
 	// MaxWait bounds borrowing: a request that would have to wait for future
 	// permits is granted (with that wait) when the wait is at most MaxWait,
-	// and refused, consuming nothing, otherwise. 0 = no borrowing.
+	// and refused, consuming nothing, otherwise. 0 = no borrowing. A single
+	// request is never more than Burst (its permits are used at once).
 	MaxWait time.Duration
 	// StartEmpty starts the bucket with no permits instead of full.
 	StartEmpty bool
@@ -84,8 +85,8 @@ func NewTokenBucket(cfg TokenBucketConfig, now time.Time) (*TokenBucket, error) 
 
 // Reserve asks for n permits at now. ok=true: use them after wait. ok=false:
 // nothing was consumed; wait is when asking again can succeed, 0 when n can
-// never be granted (n > Burst plus what MaxWait can borrow). n <= 0 is a
-// no-op that succeeds.
+// never be granted (n > Burst, or with Expiry n > r*Expiry plus what MaxWait
+// borrows). n <= 0 is a no-op that succeeds.
 func (tb *TokenBucket) Reserve(now time.Time, n int) (time.Duration, bool) {
 	t := rel(now, tb.epoch)
 	tb.mu.Lock()

@@ -40,8 +40,8 @@ func TestTokenBucketBorrowing(t *testing.T) {
 		{t0, 1, 2 * time.Second, true}, // and t2's: wait == MaxWait
 		{t0, 1, time.Second, false},    // t3's would wait 3s > MaxWait; ask again in 1s
 		{t1, 1, 2 * time.Second, true},
-		{t1, 4, 0, false}, // 4 permits need 3s of debt beyond burst: never
-		{t9, 3, 2 * time.Second, true},
+		{t1, 2, 0, false}, // never: more than the burst at once
+		{t9, 1, 0, true},
 	})
 }
 
