@@ -168,7 +168,7 @@ func TestStaleNowConcurrent(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 9))
 					for i := 0; i < 2000; i++ {
 						now := clock.Add(rng.Int64N(20_000)) // read the clock...
-						stale := now - rng.Int64N(2_000_000)  // ...and arrive late, up to 2ms stale
+						stale := now - rng.Int64N(2_000_000) // ...and arrive late, up to 2ms stale
 						if stale < 0 {
 							stale = 0
 						}
