@@ -1,0 +1,108 @@
+package sqlsink
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// SQLite primary result codes (sqlite3.h) the classifier distinguishes.
+const (
+	sqliteError      = 1
+	sqliteInterrupt  = 9
+	sqliteBusy       = 5
+	sqliteLocked     = 6
+	sqliteNoMem      = 7
+	sqliteReadOnly   = 8
+	sqliteIOErr      = 10
+	sqliteCorrupt    = 11
+	sqliteFull       = 13
+	sqliteCantOpen   = 14
+	sqliteProtocol   = 15
+	sqliteSchema     = 17
+	sqliteTooBig     = 18
+	sqliteConstraint = 19
+	sqliteMismatch   = 20
+	sqliteRange      = 25
+)
+
+// Classify decides whether a database error is worth retrying:
+//
+//   - Retry: context ends, lost or refused connections (driver.ErrBadConn,
+//     network errors, PostgreSQL class 08), serialization failure (40001),
+//     deadlock (40P01), too many connections and other resource shortages
+//     (class 53), lock not available (55P03), query canceled or server
+//     shutting down (57014, 57P01-57P03), system and internal errors (58,
+//     XX); SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_FULL,
+//     SQLITE_NOMEM, SQLITE_INTERRUPT, SQLITE_PROTOCOL, SQLITE_SCHEMA,
+//     SQLITE_READONLY, SQLITE_CANTOPEN.
+//   - Reject: everything a retry cannot fix: integrity constraint violations
+//     (class 23, SQLITE_CONSTRAINT), data exceptions and type errors (class
+//     22, SQLITE_MISMATCH, SQLITE_TOOBIG, SQLITE_RANGE), bad SQL or missing
+//     objects and privileges (class 42, SQLITE_ERROR), and every other
+//     PostgreSQL class.
+//
+// An error of a kind it does not know is retried: the engine's retry budget
+// dead-letters it in the end, whereas a wrong Reject would lose a message
+// that a moment later would have gone through.
+func Classify(err error) pacer.Outcome {
+	if err == nil {
+		return pacer.Delivered
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return pacer.Retry
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return classifyPG(pg.Code)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return classifySQLite(se.Code())
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return pacer.Retry
+	}
+	if errors.Is(err, errArg) {
+		return pacer.Reject
+	}
+	return pacer.Retry
+}
+
+func classifyPG(code string) pacer.Outcome {
+	switch code {
+	case "40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "57P05", "25P03":
+		return pacer.Retry
+	}
+	switch {
+	case strings.HasPrefix(code, "08"), // connection exception
+		strings.HasPrefix(code, "53"), // insufficient resources (53300 too many connections)
+		strings.HasPrefix(code, "58"), // system error
+		strings.HasPrefix(code, "XX"), // internal error
+		strings.HasPrefix(code, "40"): // transaction rollback
+		return pacer.Retry
+	}
+	return pacer.Reject
+}
+
+func classifySQLite(code int) pacer.Outcome {
+	switch code & 0xff {
+	case sqliteBusy, sqliteLocked, sqliteIOErr, sqliteFull, sqliteNoMem, sqliteInterrupt,
+		sqliteProtocol, sqliteSchema, sqliteReadOnly, sqliteCantOpen:
+		return pacer.Retry
+	}
+	return pacer.Reject
+}

@@ -1,0 +1,372 @@
+// Package sqlsink delivers messages to a SQL database through database/sql:
+// PostgreSQL with pgx (driver "pgx") or SQLite with modernc.org/sqlite
+// (driver "sqlite", pure Go, the embedded default).
+//
+// Every message runs one parameterized statement whose arguments are mapped
+// from message fields (Config.Args); message content is only ever bound as a
+// parameter, never spliced into SQL text. A batch runs in one transaction
+// with a result per message: a row that fails for good is rejected alone
+// and the others are committed (see Deliver). The example schema keys rows
+// by the message ID with ON CONFLICT DO NOTHING, so redelivery never writes
+// twice.
+//
+// The package lives in sinks/sql and is named sqlsink so that it does not
+// shadow database/sql.
+package sqlsink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+	_ "modernc.org/sqlite"             // driver "sqlite"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// Sentinel errors.
+var (
+	// ErrInvalidConfig is wrapped by every error New returns.
+	ErrInvalidConfig = errors.New("sqlsink: invalid config")
+	// errArg marks a message whose arguments cannot be built (missing JSON
+	// field, text that is not UTF-8): a Reject.
+	errArg = errors.New("sqlsink: cannot map message to arguments")
+)
+
+// ErrArg is wrapped by the Reject of a message whose statement arguments
+// cannot be built from it.
+var ErrArg = errArg
+
+// Dialect is the SQL flavour; it decides placeholders and the example
+// schema.
+type Dialect string
+
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// Config configures a Sink.
+type Config struct {
+	// Driver is "sqlite" (the default) or "pgx"; it sets the Dialect.
+	Driver string `yaml:"driver"`
+	// DSN is the data source: a file name or "file:..." URI for SQLite, a
+	// postgres:// URL or key=value string for PostgreSQL. For SQLite, unless
+	// the DSN sets them, busy_timeout(5000), journal_mode(WAL) and
+	// _txlock=immediate are added.
+	DSN string `yaml:"dsn"`
+	// Statement is run once per message, with placeholders native to the
+	// dialect: $1, $2... for PostgreSQL; ?1, ?2... (or ?) for SQLite.
+	// "" means the example statement for Table (see ExampleStatement).
+	Statement string `yaml:"statement"`
+	// Args maps each placeholder, in order, to a message field: id, key,
+	// value, key_bytes, value_bytes, topic, partition, offset (sequence),
+	// timestamp, attempt, headers.NAME, json:PATH, json?:PATH. nil with an
+	// empty Statement means ExampleArgs.
+	Args []string `yaml:"args"`
+	// Table names the example table when Statement is empty; "" means
+	// "pacer_messages".
+	Table string `yaml:"table"`
+	// MaxOpenConns bounds the connection pool; set it to the engine's max
+	// in flight. 0 means 16 for PostgreSQL and 1 for SQLite (one writer at
+	// a time is what SQLite allows; more connections only add SQLITE_BUSY).
+	MaxOpenConns int `yaml:"max_open_conns"`
+	// MaxBatch splits a larger Deliver call into transactions of at most
+	// this many messages; 0 means 1000.
+	MaxBatch int `yaml:"max_batch"`
+
+	// DB replaces Driver/DSN with an open pool (Dialect must then be set).
+	// The sink does not close it.
+	DB      *sql.DB `yaml:"-"`
+	Dialect Dialect `yaml:"-"`
+}
+
+// Sink writes messages to a database. Safe for concurrent use. Close
+// releases its pool (unless Config.DB was given).
+type Sink struct {
+	db       *sql.DB
+	ownDB    bool
+	dialect  Dialect
+	stmtText string
+	args     []argFunc
+	maxBatch int
+}
+
+var _ pacer.Sink = (*Sink)(nil)
+
+// New opens the pool (without connecting) and validates cfg.
+func New(cfg Config) (*Sink, error) {
+	s := &Sink{maxBatch: cfg.MaxBatch, dialect: cfg.Dialect}
+	if s.maxBatch <= 0 {
+		s.maxBatch = 1000
+	}
+	if cfg.DB != nil {
+		if s.dialect != Postgres && s.dialect != SQLite {
+			return nil, fmt.Errorf("%w: with DB, Dialect must be %q or %q", ErrInvalidConfig, Postgres, SQLite)
+		}
+		s.db = cfg.DB
+	} else {
+		driver := cfg.Driver
+		switch driver {
+		case "", "sqlite", "sqlite3":
+			driver, s.dialect = "sqlite", SQLite
+		case "pgx", "postgres", "postgresql":
+			driver, s.dialect = "pgx", Postgres
+		default:
+			return nil, fmt.Errorf("%w: driver %q (want sqlite or pgx)", ErrInvalidConfig, cfg.Driver)
+		}
+		if cfg.DSN == "" {
+			return nil, fmt.Errorf("%w: dsn is required", ErrInvalidConfig)
+		}
+		dsn := cfg.DSN
+		if s.dialect == SQLite {
+			dsn = sqliteDefaults(dsn)
+		}
+		db, err := sql.Open(driver, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		n := cfg.MaxOpenConns
+		if n <= 0 {
+			n = 16
+			if s.dialect == SQLite {
+				n = 1
+			}
+		}
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(n)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		s.db, s.ownDB = db, true
+	}
+
+	s.stmtText = cfg.Statement
+	specs := cfg.Args
+	if s.stmtText == "" {
+		table := cfg.Table
+		if table == "" {
+			table = "pacer_messages"
+		}
+		st, err := ExampleStatement(s.dialect, table)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		s.stmtText = st
+		if specs == nil {
+			specs = ExampleArgs
+		}
+	}
+	for i, spec := range specs {
+		f, err := parseArg(strings.TrimSpace(spec))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: args[%d]: %v", ErrInvalidConfig, i, err)
+		}
+		s.args = append(s.args, f)
+	}
+	return s, nil
+}
+
+// sqliteDefaults adds busy_timeout, WAL and immediate transactions to a
+// SQLite DSN that does not choose them.
+func sqliteDefaults(dsn string) string {
+	base, query, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return dsn
+	}
+	add := func(s string) {
+		if query == "" {
+			query = s
+		} else {
+			query += "&" + s
+		}
+	}
+	pragmas := strings.ToLower(strings.Join(q["_pragma"], ","))
+	if !strings.Contains(pragmas, "busy_timeout") {
+		add("_pragma=busy_timeout(5000)")
+	}
+	if !strings.Contains(pragmas, "journal_mode") && !strings.Contains(base, ":memory:") && !strings.Contains(dsn, "mode=memory") {
+		add("_pragma=journal_mode(WAL)")
+	}
+	if q.Get("_txlock") == "" {
+		add("_txlock=immediate")
+	}
+	return base + "?" + query
+}
+
+// DB returns the sink's pool (for creating the schema, or for tests).
+func (s *Sink) DB() *sql.DB { return s.db }
+
+// Dialect returns the sink's dialect.
+func (s *Sink) Dialect() Dialect { return s.dialect }
+
+// Close closes the pool the sink opened.
+func (s *Sink) Close() error {
+	if s.ownDB {
+		return s.db.Close()
+	}
+	return nil
+}
+
+// Deliver implements pacer.Sink. One message runs in autocommit. A batch
+// runs in one transaction, in two passes at most:
+//
+//  1. all statements, then COMMIT: the common case, one round trip each;
+//  2. if some statement failed for good, ROLLBACK and run the batch again
+//     with a SAVEPOINT around each statement: a failing one is rolled back
+//     to its savepoint and rejected, the others are committed.
+//
+// A retryable error (lost connection, serialization failure, deadlock,
+// SQLITE_BUSY) aborts the transaction: every message not rejected is Retry.
+// A message whose arguments cannot be built is rejected before any SQL runs.
+func (s *Sink) Deliver(ctx context.Context, msgs []*pacer.Message, results []pacer.Result) pacer.Feedback {
+	start := time.Now()
+	for lo := 0; lo < len(msgs); lo += s.maxBatch {
+		hi := min(lo+s.maxBatch, len(msgs))
+		s.deliverChunk(ctx, msgs[lo:hi], results[lo:hi])
+	}
+	return pacer.Feedback{Latency: time.Since(start)}
+}
+
+func (s *Sink) deliverChunk(ctx context.Context, msgs []*pacer.Message, results []pacer.Result) {
+	if err := ctx.Err(); err != nil {
+		fill(results, pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("sqlsink: %w", err)})
+		return
+	}
+	// Build every message's arguments first; bad input never reaches SQL.
+	args := make([][]any, len(msgs))
+	var todo []int
+	for i, m := range msgs {
+		a, err := s.argsOf(m)
+		if err != nil {
+			results[i] = pacer.Result{Outcome: pacer.Reject, Err: err}
+			continue
+		}
+		args[i] = a
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	if len(todo) == 1 {
+		i := todo[0]
+		_, err := s.db.ExecContext(ctx, s.stmtText, args[i]...)
+		results[i] = s.result(msgs[i], err)
+		return
+	}
+	if s.runTx(ctx, msgs, args, todo, results, false) {
+		return
+	}
+	s.runTx(ctx, msgs, args, todo, results, true)
+}
+
+// runTx runs the statements of todo in one transaction. Without savepoints
+// it reports false (and writes nothing into results) when a statement
+// failed for good, so the caller can rerun with savepoints.
+func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, todo []int, results []pacer.Result, savepoints bool) bool {
+	for _, i := range todo {
+		results[i] = pacer.Result{}
+	}
+	retryAll := func(err error) bool {
+		for _, i := range todo {
+			if !savepoints || results[i].Outcome != pacer.Reject {
+				results[i] = pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("sqlsink: batch of %d not committed: %w", len(todo), err)}
+			}
+		}
+		return true
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return retryAll(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	exec := func(args []any) error {
+		_, err := tx.ExecContext(ctx, s.stmtText, args...)
+		return err
+	}
+	if s.dialect == SQLite {
+		// modernc.org/sqlite compiles the statement on every Exec unless it
+		// is prepared; pgx caches prepared statements itself.
+		stmt, err := tx.PrepareContext(ctx, s.stmtText)
+		if err != nil {
+			if Classify(err) == pacer.Reject {
+				// Bad SQL: every message fails the same way.
+				for _, i := range todo {
+					results[i] = pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("sqlsink: preparing statement: %w", err)}
+				}
+				return true
+			}
+			return retryAll(err)
+		}
+		defer stmt.Close()
+		exec = func(args []any) error {
+			_, err := stmt.ExecContext(ctx, args...)
+			return err
+		}
+	}
+	for _, i := range todo {
+		if savepoints {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT pacer_row"); err != nil {
+				return retryAll(err)
+			}
+		}
+		err := exec(args[i])
+		if err == nil {
+			if savepoints {
+				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT pacer_row"); err != nil {
+					return retryAll(err)
+				}
+			}
+			results[i] = pacer.Result{Outcome: pacer.Delivered}
+			continue
+		}
+		if Classify(err) == pacer.Retry || ctx.Err() != nil {
+			return retryAll(err)
+		}
+		if !savepoints {
+			return false
+		}
+		results[i] = s.result(msgs[i], err)
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT pacer_row"); err != nil {
+			return retryAll(err)
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT pacer_row"); err != nil {
+			return retryAll(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return retryAll(err)
+	}
+	return true
+}
+
+func (s *Sink) argsOf(m *pacer.Message) ([]any, error) {
+	out := make([]any, len(s.args))
+	for j, f := range s.args {
+		v, err := f(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: message %q, argument %d: %v", errArg, m.ID, j+1, err)
+		}
+		out[j] = v
+	}
+	return out, nil
+}
+
+func (s *Sink) result(m *pacer.Message, err error) pacer.Result {
+	if err == nil {
+		return pacer.Result{Outcome: pacer.Delivered}
+	}
+	return pacer.Result{Outcome: Classify(err), Err: fmt.Errorf("sqlsink: message %q: %w", m.ID, err)}
+}
+
+func fill(results []pacer.Result, r pacer.Result) {
+	for i := range results {
+		results[i] = r
+	}
+}
