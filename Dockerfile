@@ -1,0 +1,20 @@
+# syntax=docker/dockerfile:1
+# pacer: a static binary on a distroless base, running as a non-root user.
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath \
+      -ldflags "-s -w -X main.version=${VERSION}" \
+      -o /out/pacer ./cmd/pacer
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/pacer /usr/local/bin/pacer
+COPY configs/*.yaml /etc/pacer/
+USER nonroot:nonroot
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/pacer"]
+CMD ["run", "-c", "/etc/pacer/kafka-to-http.yaml"]

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/pacer-dev/pacer/internal/config"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // runtime failure (or, for demo, a lost message)
+	exitUsage   = 2 // bad config or flags
+)
+
+// cli is the command tree; each command lives in its own file.
+type cli struct {
+	Version  versionCmd  `cmd:"" help:"Print the version."`
+	Validate validateCmd `cmd:"" help:"Check a config file: every problem at once, or a summary of what it will do."`
+	Run      runCmd      `cmd:"" help:"Run the worker: consume, shape, deliver. SIGTERM drains, SIGHUP reloads shaping."`
+	Simulate simulateCmd `cmd:"" help:"Replay an arrival trace through the configured shaper in virtual time; write a chart and a CSV."`
+
+	Testapi testapiCmd `cmd:"" hidden:"" help:"Serve a rate-limited mock API (for docker compose)."`
+	Produce produceCmd `cmd:"" hidden:"" help:"Publish a bursty load to Kafka or NATS (for docker compose)."`
+}
+
+// env is what every command gets: the context (cancelled on SIGINT and
+// SIGTERM), its output streams and the environment.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	lookup func(string) (string, bool)
+}
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// kongExit is panicked by kong's Exit hook (after --help) and recovered in run.
+type kongExit int
+
+var version = "dev"
+
+// run is main without the process: it parses args, runs the command and
+// returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (code int) {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("pacer"),
+		kong.Description("pacer paces message-queue consumption (Kafka, NATS JetStream) into rate-limited downstreams (HTTP APIs, SQL databases)."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(kongExit(code)) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.UsageOnError(),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "pacer:", err)
+		return exitFailure
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			k, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			code = int(k)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "pacer:", err)
+		return exitUsage
+	}
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, lookup: lookup}
+	if err := kctx.Run(e); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.err != nil && ee.err.Error() != "" {
+				fmt.Fprintln(stderr, "pacer:", ee.err)
+			}
+			return ee.code
+		}
+		fmt.Fprintln(stderr, "pacer:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// newLogger builds the slog logger from the config's log section; flags
+// (when non-empty) override it.
+func newLogger(w io.Writer, lc config.Log, level, format string) (*slog.Logger, error) {
+	if level == "" {
+		level = lc.Level
+	}
+	if format == "" {
+		format = lc.Format
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErr("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErr("log format %q: want text or json", format)
+}
+
+// loadConfig loads and validates a config file, printing every problem
+// (with its line and the line's text) to w; a bad config is exit code 2.
+func loadConfig(e *env, path string) (*config.Config, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	cfg, err := config.Parse(data, e.lookup)
+	if err != nil {
+		var ps config.Problems
+		if errors.As(err, &ps) {
+			printProblems(e.stderr, path, data, ps)
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %d problem(s)", path, len(ps))}
+		}
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return cfg, nil
+}
+
+func printProblems(w io.Writer, path string, data []byte, ps config.Problems) {
+	lines := strings.Split(string(data), "\n")
+	for _, p := range ps {
+		loc := path
+		if p.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", path, p.Line)
+		}
+		field := ""
+		if p.Path != "" {
+			field = p.Path + ": "
+		}
+		fmt.Fprintf(w, "%s: %s%s\n", loc, field, p.Msg)
+		if p.Line > 0 && p.Line <= len(lines) {
+			fmt.Fprintf(w, "    %4d | %s\n", p.Line, strings.TrimRight(lines[p.Line-1], "\r"))
+		}
+	}
+}

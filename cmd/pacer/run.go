@@ -1,0 +1,375 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"reflect"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/internal/admin"
+	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+type runCmd struct {
+	Config    string `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file (YAML)."`
+	LogLevel  string `help:"Override log.level (debug, info, warn, error)." placeholder:"LEVEL"`
+	LogFormat string `help:"Override log.format (text, json)." placeholder:"FORMAT"`
+}
+
+// Run is the worker: exit 0 after a clean stop (SIGTERM/SIGINT drain), 2 for
+// a bad config, 1 for a runtime failure. SIGHUP reloads the shaping settings
+// from the file; a bad reload keeps the old settings and logs why.
+func (r runCmd) Run(e *env) error {
+	cfg, err := loadConfig(e, r.Config)
+	if err != nil {
+		return err
+	}
+	rec := &errorRecorder{}
+	log, err := newLogger(e.stderr, cfg.Log, r.LogLevel, r.LogFormat)
+	if err != nil {
+		return err
+	}
+	log = slog.New(rec.wrap(log.Handler()))
+
+	w, err := newWorker(cfg, log, e.stdout, e.lookup)
+	if err != nil {
+		log.Error("pacer: cannot start", "err", err)
+		return &exitError{code: exitFailure, err: err}
+	}
+	defer w.close()
+	w.errors = rec
+
+	stopAdmin, err := w.serveAdmin(cfg.Admin, log)
+	if err != nil {
+		log.Error("pacer: admin listener", "err", err)
+		return &exitError{code: exitFailure, err: err}
+	}
+	defer stopAdmin()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-e.ctx.Done():
+				return
+			case <-hup:
+				w.reload(e, r.Config)
+			}
+		}
+	}()
+
+	log.Info("pacer: running", "config", r.Config, "source", cfg.Source.Type, "sink", cfg.Sink.Type,
+		"rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
+	if err := w.engine.Run(e.ctx); err != nil {
+		log.Error("pacer: stopped on error", "err", err)
+		return &exitError{code: exitFailure, err: err}
+	}
+	st := w.engine.Status()
+	log.Info("pacer: stopped cleanly", "consumed", st.Consumed, "delivered", st.Delivered, "acked", st.Acked,
+		"dead_lettered", st.DeadLettered, "naked", st.Naked)
+	return nil
+}
+
+// worker is one configured engine with everything it owns.
+type worker struct {
+	mu      sync.Mutex
+	cfg     *config.Config
+	engine  *pacer.Engine
+	global  *redis.Limiter
+	reg     *prometheus.Registry
+	closers closers
+	log     *slog.Logger
+	errors  *errorRecorder
+	reloads int
+	started time.Time
+}
+
+// newWorker builds the source, sink, dead-letter writer, limiters and engine
+// described by cfg.
+func newWorker(cfg *config.Config, log *slog.Logger, stdoutW interface {
+	Write([]byte) (int, error)
+}, lookup func(string) (string, bool)) (*worker, error) {
+	w := &worker{cfg: cfg, log: log, reg: prometheus.NewRegistry(), started: time.Now()}
+	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ok := false
+	defer func() {
+		if !ok {
+			_ = w.closers.close()
+		}
+	}()
+	now := time.Now()
+	ec, err := engineConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := localShaping(cfg.Shaping, now)
+	if err != nil {
+		return nil, err
+	}
+	g, err := globalLimiter(cfg.Shaping.Global, log, now)
+	if err != nil {
+		return nil, fmt.Errorf("shaping.global: %w", redactErr(err, cfg.Shaping.Global.RedisURL))
+	}
+	if g != nil {
+		w.global = g
+		sh.Global = g
+		w.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return g.Close(ctx)
+		})
+	}
+	src, dl, err := buildSource(cfg, log, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	if dl == nil {
+		if dl, err = buildDeadLetter(cfg, &w.closers); err != nil {
+			return nil, err
+		}
+	}
+	sink, err := buildSink(cfg, stdoutW, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("sink: %w", err)
+	}
+	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
+	ec.Shaping = sh
+	ec.Logger = log
+	ec.Hooks = append(ec.Hooks, metricsHooks(w.reg)...)
+	eng, err := pacer.New(ec)
+	if err != nil {
+		return nil, err
+	}
+	w.engine = eng
+	ok = true
+	return w, nil
+}
+
+func (w *worker) close() {
+	if err := w.closers.close(); err != nil {
+		w.log.Warn("pacer: closing", "err", err)
+	}
+}
+
+// reload re-reads the config file and applies its shaping section. Anything
+// else that changed needs a restart, and is logged as such.
+func (w *worker) reload(e *env, path string) {
+	log := w.log
+	data, err := readFile(path)
+	if err != nil {
+		log.Error("pacer: reload failed; keeping the current settings", "err", err)
+		return
+	}
+	cfg, err := config.Parse(data, e.lookup)
+	if err != nil {
+		log.Error("pacer: reload failed; keeping the current settings", "config", path, "problems", err.Error())
+		return
+	}
+	sh, err := localShaping(cfg.Shaping, time.Now())
+	if err != nil {
+		log.Error("pacer: reload failed; keeping the current settings", "err", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !reflect.DeepEqual(cfg.Shaping.Global, w.cfg.Shaping.Global) {
+		log.Warn("pacer: reload: shaping.global changed; it takes effect after a restart")
+	}
+	if w.global != nil {
+		sh.Global = w.global
+	}
+	if err := w.engine.Reload(sh); err != nil {
+		log.Error("pacer: reload refused; keeping the current settings", "err", err)
+		return
+	}
+	for _, f := range []struct {
+		name       string
+		old, fresh any
+	}{
+		{"source", w.cfg.Source, cfg.Source}, {"sink", w.cfg.Sink, cfg.Sink}, {"dead_letter", w.cfg.DeadLetter, cfg.DeadLetter},
+		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
+		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
+		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
+	} {
+		if !reflect.DeepEqual(f.old, f.fresh) {
+			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup) reloads; restart to apply", "changed", f.name)
+		}
+	}
+	keepGlobal := w.cfg.Shaping.Global
+	w.cfg.Shaping = cfg.Shaping
+	w.cfg.Shaping.Global = keepGlobal
+	w.reloads++
+	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
+}
+
+// statusView is /status: the engine's snapshot plus the configured shaping
+// and the last warnings and errors. It never holds secrets.
+type statusView struct {
+	Engine     pacer.Status `json:"engine"`
+	Configured struct {
+		Rate        string  `json:"rate"`
+		RatePerSec  float64 `json:"rate_per_second"`
+		Burst       int     `json:"burst"`
+		Peak        string  `json:"peak,omitempty"`
+		MaxWait     string  `json:"max_wait"`
+		QueueSize   int     `json:"queue_size"`
+		MaxInFlight int     `json:"max_in_flight"`
+		PerKey      string  `json:"per_key,omitempty"`
+		Quotas      int     `json:"quotas"`
+		Global      string  `json:"global,omitempty"`
+		Adaptive    string  `json:"adaptive"`
+	} `json:"configured"`
+	GlobalMode string      `json:"global_mode,omitempty"`
+	Source     string      `json:"source"`
+	Sink       string      `json:"sink"`
+	Reloads    int         `json:"reloads"`
+	Uptime     string      `json:"uptime"`
+	LastErrors []errRecord `json:"last_errors"`
+}
+
+func (w *worker) status() any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var v statusView
+	v.Engine = w.engine.Status()
+	s := w.cfg.Shaping
+	c := &v.Configured
+	c.Rate, c.RatePerSec, c.Burst, c.MaxWait = s.Rate.String(), s.Rate.PerSecond(), s.EffectiveBurst(), s.MaxWait.String()
+	if !s.Peak.IsZero() {
+		c.Peak = s.Peak.String()
+	}
+	c.QueueSize, c.MaxInFlight, c.Quotas, c.Adaptive = s.QueueSize, s.MaxInFlight, len(s.Quotas), s.Adaptive.Mode
+	if !s.PerKey.Rate.IsZero() {
+		c.PerKey = s.PerKey.Rate.String() + " per " + s.PerKey.Key
+	}
+	if w.global != nil {
+		c.Global = s.Global.Rate.String() + " shared as " + s.Global.Key
+		v.GlobalMode = w.global.Mode().String()
+	}
+	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
+	v.Reloads = w.reloads
+	v.Uptime = time.Since(w.started).Round(time.Second).String()
+	v.LastErrors = w.errors.last()
+	return v
+}
+
+// serveAdmin starts the admin listener, if configured; the returned
+// function shuts it down.
+func (w *worker) serveAdmin(a config.Admin, log *slog.Logger) (func(), error) {
+	if a.Listen == "" {
+		return func() {}, nil
+	}
+	token := ""
+	if a.TokenEnv != "" {
+		token = os.Getenv(a.TokenEnv)
+	}
+	h := admin.New(admin.Config{
+		Status:   w.status,
+		Gatherer: w.reg,
+		SetRate: func(r algorithmsRate) error {
+			if err := w.engine.SetRate(r); err != nil {
+				return err
+			}
+			w.mu.Lock()
+			w.cfg.Shaping.Rate.Rate = r
+			w.mu.Unlock()
+			return nil
+		},
+		Token: token,
+		Ready: func(context.Context) error {
+			if st := w.engine.Status(); st.State != "running" {
+				return fmt.Errorf("engine is %s", st.State)
+			}
+			return nil
+		},
+		Logger: log,
+	})
+	ln, err := net.Listen("tcp", a.Listen)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pacer: admin listener stopped", "err", err)
+		}
+	}()
+	log.Info("pacer: admin listening", "addr", "http://"+ln.Addr().String()+"/", "rate_endpoint", token != "")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// errRecord is one remembered warning or error.
+type errRecord struct {
+	Time  time.Time `json:"time"`
+	Level string    `json:"level"`
+	Msg   string    `json:"msg"`
+	Err   string    `json:"err,omitempty"`
+}
+
+// errorRecorder keeps the last warnings and errors logged, for /status.
+type errorRecorder struct {
+	mu   sync.Mutex
+	recs []errRecord
+}
+
+func (r *errorRecorder) last() []errRecord {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]errRecord{}, r.recs...)
+}
+
+func (r *errorRecorder) wrap(h slog.Handler) slog.Handler { return &recHandler{Handler: h, r: r} }
+
+type recHandler struct {
+	slog.Handler
+	r *errorRecorder
+}
+
+func (h *recHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if rec.Level >= slog.LevelWarn {
+		e := errRecord{Time: rec.Time.UTC(), Level: rec.Level.String(), Msg: rec.Message}
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" || a.Key == "error" || a.Key == "problems" {
+				e.Err = a.Value.Resolve().String()
+			}
+			return true
+		})
+		h.r.mu.Lock()
+		h.r.recs = append(h.r.recs, e)
+		if len(h.r.recs) > 10 {
+			h.r.recs = h.r.recs[len(h.r.recs)-10:]
+		}
+		h.r.mu.Unlock()
+	}
+	return h.Handler.Handle(ctx, rec)
+}
+
+func (h *recHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &recHandler{Handler: h.Handler.WithAttrs(as), r: h.r}
+}
+
+func (h *recHandler) WithGroup(name string) slog.Handler {
+	return &recHandler{Handler: h.Handler.WithGroup(name), r: h.r}
+}

@@ -1,0 +1,500 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/config"
+)
+
+type simulateCmd struct {
+	Config string        `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file whose shaping to simulate."`
+	Trace  string        `required:"" type:"path" placeholder:"CSV" help:"Arrival trace: CSV rows 'seconds,count' (count messages arrive, spread evenly, from that offset to the next row)."`
+	Out    string        `required:"" type:"path" placeholder:"DIR" help:"Directory for chart.png, chart.svg and simulation.csv."`
+	Bucket time.Duration `default:"0s" help:"Width of one CSV row / chart point (0: about 600 points)."`
+}
+
+// Run replays the trace through the shaper in virtual time.
+func (s simulateCmd) Run(e *env) error {
+	cfg, err := loadConfig(e, s.Config)
+	if err != nil {
+		return err
+	}
+	tr, err := readTrace(s.Trace)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := os.MkdirAll(s.Out, 0o755); err != nil {
+		return err
+	}
+	res, err := simulate(cfg.Shaping, tr, s.Bucket)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	csvPath := filepath.Join(s.Out, "simulation.csv")
+	if err := res.writeCSV(csvPath); err != nil {
+		return err
+	}
+	var charts []string
+	for _, ext := range []string{"png", "svg"} {
+		p := filepath.Join(s.Out, "chart."+ext)
+		if err := writeChart(p, res.panels(filepath.Base(s.Trace), cfg.Shaping)); err != nil {
+			return err
+		}
+		charts = append(charts, p)
+	}
+	res.summary(e.stdout, cfg.Shaping)
+	fmt.Fprintf(e.stdout, "wrote %s, %s\n", csvPath, strings.Join(charts, ", "))
+	return nil
+}
+
+// trace is an arrival curve: rows[i] messages arrive evenly over
+// [at[i], at[i+1]) (the last row over the previous row's width, or 1s).
+type trace struct {
+	at    []float64 // seconds, increasing
+	count []float64
+	cum   []float64 // messages arrived before at[i]
+	end   float64
+}
+
+func readTrace(path string) (*trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(bufio.NewReader(f))
+	r.Comment = '#'
+	r.FieldsPerRecord = -1
+	t := &trace{}
+	line := 0
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line++
+		if err != nil {
+			return nil, fmt.Errorf("trace %s: %w", path, err)
+		}
+		if len(rec) < 2 {
+			return nil, fmt.Errorf("trace %s: row %d: want seconds,count", path, line)
+		}
+		sec, err1 := strconv.ParseFloat(strings.TrimSpace(rec[0]), 64)
+		n, err2 := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
+		if err1 != nil || err2 != nil {
+			if len(t.at) == 0 && line == 1 {
+				continue // header
+			}
+			return nil, fmt.Errorf("trace %s: row %d: want numbers seconds,count, got %q", path, line, strings.Join(rec, ","))
+		}
+		if n < 0 || math.IsNaN(n) || math.IsInf(n, 0) || sec < 0 || math.IsNaN(sec) || math.IsInf(sec, 0) {
+			return nil, fmt.Errorf("trace %s: row %d: negative or non-finite value", path, line)
+		}
+		if k := len(t.at); k > 0 && sec <= t.at[k-1] {
+			return nil, fmt.Errorf("trace %s: row %d: time %g is not after %g", path, line, sec, t.at[k-1])
+		}
+		t.at = append(t.at, sec)
+		t.count = append(t.count, n)
+	}
+	if len(t.at) == 0 {
+		return nil, fmt.Errorf("trace %s: no rows", path)
+	}
+	width := 1.0
+	if k := len(t.at); k > 1 {
+		width = t.at[k-1] - t.at[k-2]
+	}
+	t.end = t.at[len(t.at)-1] + width
+	t.cum = make([]float64, len(t.at)+1)
+	for i, c := range t.count {
+		t.cum[i+1] = t.cum[i] + c
+	}
+	return t, nil
+}
+
+func (t *trace) rowEnd(i int) float64 {
+	if i+1 < len(t.at) {
+		return t.at[i+1]
+	}
+	return t.end
+}
+
+// arrivedBy returns how many messages arrived before sec (whole messages).
+func (t *trace) arrivedBy(sec float64) int64 {
+	i := sort.SearchFloat64s(t.at, sec)
+	// rows [0, i) start before or at sec
+	if i < len(t.at) && t.at[i] == sec {
+		return int64(t.cum[i])
+	}
+	if i == 0 {
+		return 0
+	}
+	r := i - 1
+	start, end := t.at[r], t.rowEnd(r)
+	frac := math.Min(1, (sec-start)/(end-start))
+	return int64(math.Floor(t.cum[r] + t.count[r]*frac + 1e-9))
+}
+
+func (t *trace) total() int64 { return int64(math.Floor(t.cum[len(t.cum)-1] + 1e-9)) }
+
+// timeOf returns when the k-th message (1-based) arrives.
+func (t *trace) timeOf(k int64) float64 {
+	target := float64(k)
+	r := sort.Search(len(t.count), func(i int) bool { return t.cum[i+1] >= target-1e-9 })
+	if r >= len(t.count) {
+		return t.end
+	}
+	start, end := t.at[r], t.rowEnd(r)
+	frac := (target - t.cum[r]) / t.count[r]
+	return start + (end-start)*frac
+}
+
+// shaperFor builds the local shaper of the config as the engine does
+// (DualRate: token bucket then peak pacer; quotas; warm-up), plus the global
+// rate as if this worker were alone. No borrowing: a message is admitted
+// when permits exist, which is when the engine would send it.
+func shaperFor(s config.Shaping, now time.Time) (algorithms.Limiter, []string, error) {
+	var ls []algorithms.Limiter
+	var notes []string
+	dr, err := algorithms.NewDualRate(algorithms.DualRateConfig{Rate: s.Rate.Rate, Burst: s.EffectiveBurst(), Peak: s.Peak.Rate, StartEmpty: s.StartEmpty}, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("shaping: %w", err)
+	}
+	ls = append(ls, dr)
+	sh, err := localShaping(s, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	ls = append(ls, sh.Quotas...)
+	if !s.Global.RedisURL.IsZero() && !s.Global.Rate.IsZero() {
+		b, err := algorithms.NewTokenBucket(algorithms.TokenBucketConfig{Rate: s.Global.Rate.Rate, Burst: max(1, s.Global.Burst)}, now)
+		if err != nil {
+			return nil, nil, fmt.Errorf("shaping.global: %w", err)
+		}
+		ls = append(ls, b)
+		notes = append(notes, "global limit simulated as if this worker were alone")
+	}
+	if !s.PerKey.Rate.IsZero() {
+		notes = append(notes, "per-key limits not simulated (traces carry no keys)")
+	}
+	if s.Adaptive.Mode != "off" {
+		notes = append(notes, "adaptive control not simulated (no downstream feedback)")
+	}
+	if len(ls) == 1 {
+		return dr, notes, nil
+	}
+	return algorithms.NewAll(ls...), notes, nil
+}
+
+// waitHist is a log-scale histogram of queue waits (5% resolution).
+type waitHist struct {
+	n      [512]int64
+	total  int64
+	maxSec float64
+}
+
+const histBase = 1.05
+
+func (h *waitHist) add(sec float64, k int64) {
+	i := 0
+	if ms := sec * 1000; ms > 0 {
+		i = min(len(h.n)-1, 1+int(math.Log1p(ms)/math.Log(histBase)))
+	}
+	h.n[i] += k
+	h.total += k
+	h.maxSec = max(h.maxSec, sec)
+}
+
+func (h *waitHist) quantile(q float64) float64 {
+	if h.total == 0 {
+		return 0
+	}
+	target := int64(math.Ceil(q * float64(h.total)))
+	var acc int64
+	for i, c := range h.n {
+		acc += c
+		if acc >= target {
+			if i == 0 {
+				return 0
+			}
+			return math.Min(h.maxSec, math.Expm1(float64(i)*math.Log(histBase))/1000)
+		}
+	}
+	return h.maxSec
+}
+
+type simBucket struct {
+	start              float64
+	arrivals, admitted int64
+	queueMax           int64
+	queueEnd           int64
+	backlogEnd         int64
+	pausedSec          float64
+	wait               waitHist
+}
+
+type simResult struct {
+	width          float64
+	buckets        []*simBucket
+	all            waitHist
+	arrived        int64
+	admitted       int64
+	maxQueue       int64
+	maxBacklog     int64
+	drainedAt      float64
+	maxWindow      int64 // most admissions in any 1s window
+	envelopeOK     bool
+	envelopeBound  float64
+	notes          []string
+	pauses         int
+	pausedSec      float64
+	traceEnd       float64
+	unfinished     int64
+	virtualElapsed float64
+}
+
+type chunk struct {
+	at float64
+	n  int64
+}
+
+// simulate runs the trace through the shaping in virtual time.
+func simulate(s config.Shaping, tr *trace, bucket time.Duration) (*simResult, error) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lim, notes, err := shaperFor(s, t0)
+	if err != nil {
+		return nil, err
+	}
+	width := bucket.Seconds()
+	if width <= 0 {
+		width = math.Max(1, math.Round(tr.end/600))
+	}
+	res := &simResult{width: width, notes: notes, envelopeOK: true, traceEnd: tr.end}
+	rate := s.Rate.PerSecond()
+	bound := rate + float64(s.EffectiveBurst())
+	if !s.Peak.IsZero() {
+		bound = math.Min(bound, s.Peak.PerSecond()+1)
+	}
+	res.envelopeBound = bound
+	queueSize := int64(s.QueueSize)
+	low := queueSize / 2
+	horizon := tr.end + 7*24*3600 // stop after a week of draining at the latest
+
+	var (
+		backlog, queue []chunk // FIFO of chunks
+		nBacklog       int64
+		nQueue         int64
+		materialised   int64
+		total          = tr.total()
+		paused         bool
+		now            float64
+		window         []float64 // admission times in the last second
+	)
+	bucketAt := func(sec float64) *simBucket {
+		i := int(sec / width)
+		for len(res.buckets) <= i {
+			res.buckets = append(res.buckets, &simBucket{start: float64(len(res.buckets)) * width})
+		}
+		return res.buckets[i]
+	}
+	advance := func(to float64) {
+		// Close buckets between now and to with the state in force.
+		for b := int(now / width); float64(b+1)*width <= to; b++ {
+			bk := bucketAt(float64(b) * width)
+			end := float64(b+1) * width
+			if paused {
+				bk.pausedSec += end - math.Max(now, bk.start)
+			}
+			bk.queueEnd, bk.backlogEnd = nQueue, nBacklog
+			now = end
+		}
+		if paused {
+			bucketAt(now).pausedSec += to - now
+		}
+		now = to
+	}
+	for now < horizon {
+		// Arrivals into the broker.
+		if a := tr.arrivedBy(now); a > materialised {
+			k := a - materialised
+			backlog = append(backlog, chunk{at: now, n: k})
+			nBacklog += k
+			materialised = a
+			bucketAt(now).arrivals += k
+			res.arrived += k
+		}
+		// The source fills the queue unless paused.
+		if paused && nQueue <= low {
+			paused = false
+		}
+		for !paused && nBacklog > 0 {
+			c := &backlog[0]
+			k := min(c.n, queueSize-nQueue)
+			if k <= 0 {
+				break
+			}
+			queue = append(queue, chunk{at: c.at, n: k})
+			nQueue += k
+			nBacklog -= k
+			c.n -= k
+			if c.n == 0 {
+				backlog = backlog[1:]
+			}
+			if nQueue >= queueSize {
+				paused = true
+				res.pauses++
+			}
+		}
+		res.maxQueue = max(res.maxQueue, nQueue)
+		res.maxBacklog = max(res.maxBacklog, nBacklog)
+		bk := bucketAt(now)
+		bk.queueMax = max(bk.queueMax, nQueue)
+		// The shaper admits from the head of the queue.
+		if nQueue > 0 {
+			wait, ok := lim.Reserve(t0.Add(time.Duration(now*1e9)), 1)
+			if ok && wait == 0 {
+				c := &queue[0]
+				c.n--
+				nQueue--
+				w := now - c.at
+				bk.wait.add(w, 1)
+				res.all.add(w, 1)
+				bk.admitted++
+				res.admitted++
+				if c.n == 0 {
+					queue = queue[1:]
+				}
+				window = append(window, now)
+				for len(window) > 0 && window[0] <= now-1 {
+					window = window[1:]
+				}
+				if n := int64(len(window)); n > res.maxWindow {
+					res.maxWindow = n
+					if float64(n) > bound+1e-9 {
+						res.envelopeOK = false
+					}
+				}
+				res.drainedAt = now
+				continue
+			}
+			if ok {
+				lim.Cancel(t0.Add(time.Duration(now*1e9)), 1)
+			}
+			step := max(wait.Seconds(), 1e-6)
+			next := now + step
+			if materialised < total {
+				next = math.Min(next, math.Max(tr.timeOf(materialised+1), now+1e-6))
+			}
+			advance(next)
+			continue
+		}
+		if materialised >= total && nBacklog == 0 {
+			break
+		}
+		if nBacklog > 0 { // paused with an empty queue cannot happen, but be safe
+			advance(now + 1e-3)
+			continue
+		}
+		advance(math.Max(tr.timeOf(materialised+1), now+1e-6))
+	}
+	// Close the remaining buckets through the end of the trace.
+	advance(math.Max(now, tr.end))
+	if b := len(res.buckets) - 1; b >= 0 {
+		res.buckets[b].queueEnd, res.buckets[b].backlogEnd = nQueue, nBacklog
+	}
+	res.unfinished = nQueue + nBacklog
+	for _, b := range res.buckets {
+		res.pausedSec += b.pausedSec
+	}
+	res.virtualElapsed = now
+	return res, nil
+}
+
+func (r *simResult) writeCSV(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"t_seconds", "arrivals", "admitted", "arrivals_per_second", "admitted_per_second",
+		"queue_depth", "queue_max", "broker_backlog", "paused_fraction", "wait_p50_ms", "wait_p90_ms", "wait_p99_ms", "wait_max_ms"})
+	ms := func(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) }
+	for _, b := range r.buckets {
+		_ = w.Write([]string{
+			strconv.FormatFloat(b.start, 'f', -1, 64),
+			strconv.FormatInt(b.arrivals, 10), strconv.FormatInt(b.admitted, 10),
+			strconv.FormatFloat(float64(b.arrivals)/r.width, 'f', 2, 64),
+			strconv.FormatFloat(float64(b.admitted)/r.width, 'f', 2, 64),
+			strconv.FormatInt(b.queueEnd, 10), strconv.FormatInt(b.queueMax, 10), strconv.FormatInt(b.backlogEnd, 10),
+			strconv.FormatFloat(math.Min(1, b.pausedSec/r.width), 'f', 3, 64),
+			ms(b.wait.quantile(0.5)), ms(b.wait.quantile(0.9)), ms(b.wait.quantile(0.99)), ms(b.wait.maxSec),
+		})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (r *simResult) panels(name string, s config.Shaping) []panel {
+	unit, div := "s", 1.0
+	if r.virtualElapsed > 3*3600 {
+		unit, div = "h", 3600
+	} else if r.virtualElapsed > 600 {
+		unit, div = "min", 60
+	}
+	n := len(r.buckets)
+	x := make([]float64, n)
+	in, adm, q, bl, p99 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, b := range r.buckets {
+		x[i] = b.start / div
+		in[i] = float64(b.arrivals) / r.width
+		adm[i] = float64(b.admitted) / r.width
+		q[i] = float64(b.queueMax)
+		bl[i] = float64(b.backlogEnd)
+		p99[i] = b.wait.quantile(0.99)
+	}
+	xl := "time (" + unit + ")"
+	return []panel{
+		{title: fmt.Sprintf("pacer simulate: %s (rate %s, burst %d, peak %s)", name, s.Rate, s.EffectiveBurst(), s.Peak),
+			xlabel: xl, ylabel: "messages / s", hline: s.Rate.PerSecond(), hlineLabel: "rate " + s.Rate.String(),
+			lines: []series{{name: "arrivals", color: colIncoming, x: x, y: in}, {name: "admitted", color: colAdmitted, x: x, y: adm}}},
+		{title: "where the backlog waits", xlabel: xl, ylabel: "messages",
+			lines: []series{{name: "pacer queue (max)", color: colQueue, x: x, y: q}, {name: "broker backlog (paused source)", color: colBacklog, x: x, y: bl}}},
+		{title: "queue wait, p99", xlabel: xl, ylabel: "seconds",
+			lines: []series{{name: "wait p99", color: colDelivered, x: x, y: p99}}},
+	}
+}
+
+func (r *simResult) summary(w io.Writer, s config.Shaping) {
+	fmt.Fprintf(w, "simulated %s of arrivals (%s of virtual time): %d arrived, %d admitted, %d still waiting\n",
+		fmtSec(r.traceEnd), fmtSec(r.virtualElapsed), r.arrived, r.admitted, r.unfinished)
+	fmt.Fprintf(w, "queue max %d (queue_size %d), broker backlog max %d, source paused %d time(s) for %s in total\n",
+		r.maxQueue, s.QueueSize, r.maxBacklog, r.pauses, fmtSec(r.pausedSec))
+	fmt.Fprintf(w, "wait p50 %s, p90 %s, p99 %s, max %s\n", fmtSec(r.all.quantile(0.5)), fmtSec(r.all.quantile(0.9)), fmtSec(r.all.quantile(0.99)), fmtSec(r.all.maxSec))
+	yes := "yes"
+	if !r.envelopeOK {
+		yes = "NO"
+	}
+	fmt.Fprintf(w, "envelope respected: %s (most admitted in any 1s window: %d, bound %.0f)\n", yes, r.maxWindow, r.envelopeBound)
+	for _, n := range r.notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func fmtSec(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}

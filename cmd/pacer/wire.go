@@ -1,0 +1,279 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/pacer"
+	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	sqlsink "github.com/pacer-dev/pacer/sinks/sql"
+	"github.com/pacer-dev/pacer/sinks/stdout"
+	"github.com/pacer-dev/pacer/sources/kafka"
+)
+
+// buildQuota turns a configured quota into a window limiter: a sliding
+// window (60 sub-windows when the window divides evenly, else 1) or a
+// calendar-aligned fixed window.
+func buildQuota(q config.Quota) (algorithms.Limiter, error) {
+	if q.Limit.Count > math.MaxInt32 {
+		return nil, fmt.Errorf("limit %s too large", q.Limit)
+	}
+	wc := algorithms.WindowConfig{Limit: int(q.Limit.Count), Window: q.Limit.Per, Buckets: 1}
+	if q.Window == "fixed" {
+		return algorithms.NewFixedWindow(wc)
+	}
+	if q.Limit.Per%60 == 0 {
+		wc.Buckets = 60
+	}
+	return algorithms.NewSlidingWindow(wc)
+}
+
+// localShaping builds the engine's shaping from the config, without the
+// global (Redis) limiter, which the caller adds and keeps across reloads.
+func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
+	sh := pacer.Shaping{
+		Rate:       s.Rate.Rate,
+		Burst:      s.EffectiveBurst(),
+		Peak:       s.Peak.Rate,
+		MaxWait:    s.MaxWait.D(),
+		StartEmpty: s.StartEmpty,
+	}
+	if sh.MaxWait == 0 {
+		sh.MaxWait = -1 // config: 0 means no borrowing; engine: negative does
+	}
+	if !s.PerKey.Rate.IsZero() {
+		sh.PerKey = &pacer.PerKey{Rate: s.PerKey.Rate.Rate, Burst: s.PerKey.Burst, MaxKeys: s.PerKey.MaxKeys, IdleTTL: s.PerKey.IdleTTL.D()}
+	}
+	for i, q := range s.Quotas {
+		l, err := buildQuota(q)
+		if err != nil {
+			return sh, fmt.Errorf("shaping.quotas[%d]: %w", i, err)
+		}
+		sh.Quotas = append(sh.Quotas, l)
+	}
+	if s.Warmup > 0 {
+		w, err := algorithms.NewWarmUp(algorithms.WarmUpConfig{Rate: s.Rate.Rate, WarmUp: s.Warmup.D()}, now)
+		if err != nil {
+			return sh, fmt.Errorf("shaping.warmup: %w", err)
+		}
+		sh.Quotas = append(sh.Quotas, w)
+	}
+	return sh, nil
+}
+
+// globalLimiter connects the Redis limiter, if configured (nil otherwise).
+func globalLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
+	if g.RedisURL.IsZero() {
+		return nil, nil
+	}
+	policy, err := redis.ParsePolicy(g.OnFailure)
+	if err != nil {
+		return nil, err
+	}
+	return redis.New(redis.Config{
+		Name:            g.Key,
+		Rate:            g.Rate.Rate,
+		Burst:           max(1, g.Burst),
+		URL:             g.RedisURL.Reveal(),
+		Lease:           g.Lease.D(),
+		Timeout:         g.Timeout.D(),
+		Policy:          policy,
+		ExpectedWorkers: g.ExpectedWorkers,
+		Logger:          log,
+	}, now)
+}
+
+func kafkaClient(k config.Kafka) kafka.Client {
+	return kafka.Client{
+		Brokers:  k.Brokers,
+		ClientID: k.ClientID,
+		Version:  k.Version,
+		TLS: kafka.TLS{Enable: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
+			ServerName: k.TLS.ServerName, InsecureSkipVerify: k.TLS.InsecureSkipVerify},
+		SASL: kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password.Reveal()},
+	}
+}
+
+// closers collects what must be closed when the worker stops.
+type closers []func() error
+
+func (c *closers) add(f func() error) { *c = append(*c, f) }
+
+func (c closers) close() error {
+	var errs []error
+	for i := len(c) - 1; i >= 0; i-- {
+		if err := c[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// buildSource builds the configured source (and, for topic/subject dead
+// letters, the dead-letter writer that goes with it).
+func buildSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Source, pacer.DeadLetterer, error) {
+	switch cfg.Source.Type {
+	case "kafka":
+		k := cfg.Source.Kafka
+		src, err := kafka.New(kafka.Config{
+			Client:        kafkaClient(k),
+			Group:         k.Group,
+			Topics:        k.Topics,
+			InitialOffset: kafka.InitialOffset(k.InitialOffset),
+			Logger:        log,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		var dl pacer.DeadLetterer
+		if cfg.DeadLetter.Type == "topic" {
+			d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: kafkaClient(k), Topic: cfg.DeadLetter.Topic})
+			if err != nil {
+				return nil, nil, fmt.Errorf("dead_letter: %w", err)
+			}
+			cl.add(d.Close)
+			dl = d
+		}
+		return src, dl, nil
+	case "nats":
+		return buildNATSSource(cfg, log, cl)
+	}
+	return nil, nil, fmt.Errorf("source.type %q", cfg.Source.Type)
+}
+
+// buildSink builds the configured sink.
+func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, error) {
+	switch cfg.Sink.Type {
+	case "http":
+		h := cfg.Sink.HTTP
+		headers := map[string]string{}
+		for k, v := range h.Headers {
+			headers[k] = v.Reveal()
+		}
+		if !h.BearerToken.IsZero() {
+			headers["Authorization"] = "Bearer " + h.BearerToken.Reveal()
+		}
+		s, err := httpsink.New(httpsink.Config{
+			Method:            h.Method,
+			URL:               h.URL,
+			Headers:           headers,
+			Body:              h.Body,
+			ContentType:       h.ContentType,
+			Timeout:           h.Timeout.D(),
+			MaxInFlight:       cfg.Shaping.MaxInFlight,
+			IdempotencyHeader: h.IdempotencyHeader,
+			Batch:             cfg.Batching.Size > 1,
+			SuccessPath:       h.SuccessPath,
+			TLS: httpsink.TLSConfig{CAFile: h.TLS.CAFile, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile,
+				ServerName: h.TLS.ServerName, InsecureSkipVerify: h.TLS.InsecureSkipVerify},
+			// Values were expanded when the config was loaded; a "$" left
+			// in them is literal.
+			LookupEnv: func(string) (string, bool) { return "", false },
+		})
+		if err != nil {
+			return nil, err
+		}
+		cl.add(s.Close)
+		return s, nil
+	case "sql":
+		q := cfg.Sink.SQL
+		driver := q.Driver
+		if driver == "postgres" {
+			driver = "pgx"
+		}
+		s, err := sqlsink.New(sqlsink.Config{
+			Driver:       driver,
+			DSN:          q.DSN.Reveal(),
+			Statement:    q.Statement,
+			Table:        q.Table,
+			MaxOpenConns: cmpOr(q.MaxConns, cfg.Shaping.MaxInFlight),
+		})
+		if err != nil {
+			return nil, redactErr(err, q.DSN)
+		}
+		cl.add(s.Close)
+		return s, nil
+	case "stdout":
+		s, err := stdout.New(stdout.Config{Writer: stdoutW})
+		if err != nil {
+			return nil, err
+		}
+		cl.add(s.Close)
+		return s, nil
+	}
+	return nil, fmt.Errorf("sink.type %q", cfg.Sink.Type)
+}
+
+func cmpOr(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// redactErr hides a secret that a library may have echoed in an error.
+func redactErr(err error, s config.Secret) error {
+	if err == nil || s.IsZero() || !strings.Contains(err.Error(), s.Reveal()) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), s.Reveal(), s.String()))
+}
+
+// buildDeadLetter returns the file dead-letter writer, if configured.
+func buildDeadLetter(cfg *config.Config, cl *closers) (pacer.DeadLetterer, error) {
+	if cfg.DeadLetter.Type != "file" {
+		return nil, nil
+	}
+	s, err := stdout.New(stdout.Config{Path: cfg.DeadLetter.Path, Fsync: true})
+	if err != nil {
+		return nil, fmt.Errorf("dead_letter.path: %w", err)
+	}
+	cl.add(s.Close)
+	return s, nil
+}
+
+// engineConfig maps the non-shaping settings.
+func engineConfig(cfg *config.Config) (pacer.Config, error) {
+	ord, err := pacer.ParseOrdering(cfg.Ordering)
+	if err != nil {
+		return pacer.Config{}, err
+	}
+	mode, err := pacer.ParseAdaptiveMode(cfg.Shaping.Adaptive.Mode)
+	if err != nil {
+		return pacer.Config{}, err
+	}
+	attempts := cfg.Retry.MaxAttempts
+	if attempts == 0 {
+		attempts = -1 // config: 0 retries forever; engine: negative does
+	}
+	a := cfg.Shaping.Adaptive
+	return pacer.Config{
+		QueueSize:    cfg.Shaping.QueueSize,
+		MaxInFlight:  cfg.Shaping.MaxInFlight,
+		BatchSize:    cfg.Batching.Size,
+		BatchLinger:  cfg.Batching.Linger.D(),
+		Ordering:     ord,
+		DrainTimeout: cfg.DrainTimeout.D(),
+		Retry: pacer.RetryConfig{
+			Initial:     cfg.Retry.InitialBackoff.D(),
+			Max:         cfg.Retry.MaxBackoff.D(),
+			MaxAttempts: attempts,
+			MaxTime:     cfg.Retry.MaxTime.D(),
+		},
+		Adaptive: pacer.AdaptiveConfig{
+			Mode:     mode,
+			Floor:    a.Min.Rate,
+			Interval: a.Interval.D(),
+			Decrease: a.Decrease,
+			Increase: a.Increase.PerSecond(),
+		},
+	}, nil
+}
