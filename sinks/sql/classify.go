@@ -15,24 +15,20 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 )
 
-// SQLite primary result codes (sqlite3.h) the classifier distinguishes.
+// SQLite primary result codes (sqlite3.h) that are worth retrying; every
+// other code (SQLITE_CONSTRAINT, SQLITE_MISMATCH, SQLITE_ERROR...) rejects.
 const (
-	sqliteError      = 1
-	sqliteInterrupt  = 9
-	sqliteBusy       = 5
-	sqliteLocked     = 6
-	sqliteNoMem      = 7
-	sqliteReadOnly   = 8
-	sqliteIOErr      = 10
-	sqliteCorrupt    = 11
-	sqliteFull       = 13
-	sqliteCantOpen   = 14
-	sqliteProtocol   = 15
-	sqliteSchema     = 17
-	sqliteTooBig     = 18
-	sqliteConstraint = 19
-	sqliteMismatch   = 20
-	sqliteRange      = 25
+	sqliteInterrupt = 9
+	sqliteBusy      = 5
+	sqliteLocked    = 6
+	sqliteNoMem     = 7
+	sqliteReadOnly  = 8
+	sqliteIOErr     = 10
+	sqliteCorrupt   = 11
+	sqliteFull      = 13
+	sqliteCantOpen  = 14
+	sqliteProtocol  = 15
+	sqliteSchema    = 17
 )
 
 // Classify decides whether a database error is worth retrying:
@@ -44,7 +40,8 @@ const (
 //     shutting down (57014, 57P01-57P03), system and internal errors (58,
 //     XX); SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_FULL,
 //     SQLITE_NOMEM, SQLITE_INTERRUPT, SQLITE_PROTOCOL, SQLITE_SCHEMA,
-//     SQLITE_READONLY, SQLITE_CANTOPEN.
+//     SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_CORRUPT (the database, not
+//     the message, is at fault).
 //   - Reject: everything a retry cannot fix: integrity constraint violations
 //     (class 23, SQLITE_CONSTRAINT), data exceptions and type errors (class
 //     22, SQLITE_MISMATCH, SQLITE_TOOBIG, SQLITE_RANGE), bad SQL or missing
@@ -101,8 +98,26 @@ func classifyPG(code string) pacer.Outcome {
 func classifySQLite(code int) pacer.Outcome {
 	switch code & 0xff {
 	case sqliteBusy, sqliteLocked, sqliteIOErr, sqliteFull, sqliteNoMem, sqliteInterrupt,
-		sqliteProtocol, sqliteSchema, sqliteReadOnly, sqliteCantOpen:
+		sqliteProtocol, sqliteSchema, sqliteReadOnly, sqliteCantOpen, sqliteCorrupt:
 		return pacer.Retry
 	}
 	return pacer.Reject
+}
+
+// Overloaded reports whether err says the database is saturated, which the
+// sink passes on as Feedback.Throttled for the adaptive rate controller:
+// PostgreSQL class 53 (too many connections, out of memory or disk), lock
+// not available (55P03), a statement timeout (57014); SQLITE_BUSY and
+// SQLITE_LOCKED.
+func Overloaded(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return strings.HasPrefix(pg.Code, "53") || pg.Code == "55P03" || pg.Code == "57014"
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqliteBusy || c == sqliteLocked
+	}
+	return false
 }

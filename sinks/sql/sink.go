@@ -231,7 +231,14 @@ func (s *Sink) Deliver(ctx context.Context, msgs []*pacer.Message, results []pac
 		hi := min(lo+s.maxBatch, len(msgs))
 		s.deliverChunk(ctx, msgs[lo:hi], results[lo:hi])
 	}
-	return pacer.Feedback{Latency: time.Since(start)}
+	fb := pacer.Feedback{Latency: time.Since(start)}
+	for _, r := range results {
+		if r.Outcome == pacer.Retry && Overloaded(r.Err) {
+			fb.Throttled = true
+			break
+		}
+	}
+	return fb
 }
 
 func (s *Sink) deliverChunk(ctx context.Context, msgs []*pacer.Message, results []pacer.Result) {

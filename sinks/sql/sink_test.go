@@ -178,11 +178,13 @@ func (ds *downstream) fail(t *testing.T, f sinktest.Failure) {
 	}
 }
 
-func harness(open func(t *testing.T) *downstream, hang bool) sinktest.Harness {
+var allFeatures = sinktest.Features{
+	Batches: true, Transient: true, Permanent: true, Hang: true, Poison: true, Idempotent: true,
+}
+
+func harness(open func(t *testing.T) *downstream, f sinktest.Features) sinktest.Harness {
 	return sinktest.Harness{
-		Features: sinktest.Features{
-			Batches: true, Transient: true, Permanent: true, Hang: hang, Poison: true, Idempotent: true,
-		},
+		Features: f,
 		New: func(t *testing.T) sinktest.Instance {
 			ds := open(t)
 			s := ds.sink(t, Config{})
@@ -195,11 +197,26 @@ func harness(open func(t *testing.T) *downstream, hang bool) sinktest.Harness {
 	}
 }
 
-func TestConformanceSQLite(t *testing.T) { sinktest.Run(t, harness(sqliteDownstream, false)) }
+func TestConformanceSQLite(t *testing.T) {
+	f := allFeatures
+	f.Hang = false // with busy_timeout(0) a lock is an error, not a wait
+	sinktest.Run(t, harness(sqliteDownstream, f))
+}
+
+// TestConformanceSQLiteBusyWait: with a long busy_timeout a held lock makes
+// the sink wait, and cancelling the context must end the wait.
+func TestConformanceSQLiteBusyWait(t *testing.T) {
+	open := func(t *testing.T) *downstream {
+		return newDownstream(t, SQLite, "file:"+filepath.Join(t.TempDir(), "sink.db")+"?_pragma=busy_timeout(600000)", "sqlite")
+	}
+	f := allFeatures
+	f.Transient = false // a held lock is a wait here, not SQLITE_BUSY
+	sinktest.Run(t, harness(open, f))
+}
 
 func TestConformancePostgres(t *testing.T) {
 	testenv.Postgres(t) // skip the whole suite at once, saying why, when there is none
-	sinktest.Run(t, harness(postgresDownstream, true))
+	sinktest.Run(t, harness(postgresDownstream, allFeatures))
 }
 
 func msg(id string, value string) *pacer.Message {
@@ -489,4 +506,31 @@ func TestCreateExampleSchema(t *testing.T) {
 			t.Errorf("count = %d, %v want 2", n, err)
 		}
 	})
+}
+
+func TestOverloadFeedback(t *testing.T) {
+	ds := sqliteDownstream(t)
+	s := ds.sink(t, Config{})
+	defer s.Close()
+	ds.fail(t, sinktest.Transient) // a held write lock: SQLITE_BUSY
+	msgs := sinktest.Messages(3)
+	res := make([]pacer.Result, len(msgs))
+	fb := s.Deliver(context.Background(), msgs, res)
+	if !fb.Throttled {
+		t.Errorf("SQLITE_BUSY: Feedback.Throttled = false")
+	}
+	for i, r := range res {
+		if r.Outcome != pacer.Retry {
+			t.Errorf("result %d = %v (%v) want Retry", i, r.Outcome, r.Err)
+		}
+	}
+	ds.fail(t, sinktest.None)
+	if fb := s.Deliver(context.Background(), msgs, res); fb.Throttled {
+		t.Errorf("after the lock: Throttled")
+	}
+	for code, want := range map[string]bool{"53300": true, "53200": true, "55P03": true, "57014": true, "40001": false, "23505": false} {
+		if got := Overloaded(&pgconn.PgError{Code: code}); got != want {
+			t.Errorf("Overloaded(%s) = %v want %v", code, got, want)
+		}
+	}
 }
