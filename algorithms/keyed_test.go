@@ -1,0 +1,120 @@
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func bucketFactory(r Rate, burst int) func(time.Time) (Limiter, error) {
+	return func(now time.Time) (Limiter, error) {
+		return NewTokenBucket(TokenBucketConfig{Rate: r, Burst: burst}, now)
+	}
+}
+
+func TestKeyedSteps(t *testing.T) {
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 2, IdleTTL: 10 * time.Second, New: bucketFactory(PerSecond(1), 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := []byte("a"), []byte("b"), []byte("c")
+	for i, s := range []struct {
+		t    time.Time
+		key  []byte
+		wait time.Duration
+		ok   bool
+	}{
+		{t0, a, 0, true},
+		{t0, a, time.Second, false},
+		{t0, b, 0, true},                // b has its own budget
+		{t1, c, 9 * time.Second, false}, // full; a idles out at t0+10s
+		{t1, a, 0, true},
+		{t0.Add(11 * time.Second), c, 0, true}, // b idle 11s, a 10s: both evicted
+	} {
+		w, ok := k.ReserveKey(s.t, s.key, 1)
+		if w != s.wait || ok != s.ok {
+			t.Errorf("step %d: ReserveKey(t0+%v, %s) = (%v, %v) want (%v, %v)", i, s.t.Sub(t0), s.key, w, ok, s.wait, s.ok)
+		}
+	}
+	if k.Len() != 1 {
+		t.Fatalf("Len = %d want 1", k.Len())
+	}
+	k.CancelKey(t0.Add(11*time.Second), c, 1)
+	if w, ok := k.ReserveKey(t0.Add(11*time.Second), c, 1); !ok || w != 0 {
+		t.Fatalf("after CancelKey: (%v, %v)", w, ok)
+	}
+	for _, cfg := range []KeyedConfig{{MaxKeys: 0, New: bucketFactory(PerSecond(1), 1)}, {MaxKeys: 1}, {MaxKeys: 1, IdleTTL: -1, New: bucketFactory(PerSecond(1), 1)}} {
+		if _, err := NewKeyed(cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewKeyed(%+v) = %v", cfg, err)
+		}
+	}
+}
+
+func TestKeyedNoTTLFullTable(t *testing.T) {
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 1, New: bucketFactory(PerSecond(1), 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.ReserveKey(t0, []byte("a"), 1)
+	if w, ok := k.ReserveKey(t9, []byte("b"), 1); ok || w != 0 {
+		t.Fatalf("full table without TTL: (%v, %v) want (0, false)", w, ok)
+	}
+}
+
+// TestKeyedIsolation: a hot key hammering its limiter changes nothing for
+// other keys: each key's decisions equal those of a private limiter fed only
+// that key's requests.
+func TestKeyedIsolation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	r := PerSecond(5)
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 16, IdleTTL: time.Hour, New: bucketFactory(r, 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := map[string]*TokenBucket{}
+	now := t0
+	for i := 0; i < 5000; i++ {
+		now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Millisecond))))
+		key := "hot"
+		if rng.IntN(5) == 0 {
+			key = fmt.Sprintf("k%d", rng.IntN(8))
+		}
+		p, ok := private[key]
+		if !ok {
+			p = newTBAt(t, TokenBucketConfig{Rate: r, Burst: 3}, now)
+			private[key] = p
+		}
+		n := 1 + rng.IntN(3)
+		gw, gok := k.ReserveKey(now, []byte(key), n)
+		pw, pok := p.Reserve(now, n)
+		if gw != pw || gok != pok {
+			t.Fatalf("key %s step %d: keyed (%v, %v), private (%v, %v)", key, i, gw, gok, pw, pok)
+		}
+	}
+}
+
+func newTBAt(t testing.TB, cfg TokenBucketConfig, now time.Time) *TokenBucket {
+	t.Helper()
+	tb, err := NewTokenBucket(cfg, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+func TestKeyedBoundedMemory(t *testing.T) {
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 100, IdleTTL: time.Second, New: bucketFactory(PerSecond(1), 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	for i := 0; i < 10000; i++ {
+		now = now.Add(time.Millisecond)
+		k.ReserveKey(now, []byte(fmt.Sprint(i)), 1)
+		if k.Len() > 100 {
+			t.Fatalf("Len = %d > MaxKeys", k.Len())
+		}
+	}
+}
