@@ -255,18 +255,29 @@ func (e *Engine) worker() {
 }
 
 func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) {
-	start := e.clock.Now()
+	// The clock is read only when something uses the times: the adaptive
+	// controller, the delivery hooks or MaxTime. Unthrottled and unobserved,
+	// a message costs no clock read at all.
+	timed := e.ctrl.active.Load() || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
+	var start time.Time
+	if timed {
+		start = e.clock.Now()
+	}
 	for i, it := range items {
 		it.m.Attempt++
-		if it.first.IsZero() {
+		if timed && it.first.IsZero() {
 			it.first = start
 		}
 		msgs = append(msgs, it.m)
 		results[i] = Result{}
 	}
 	fb := e.cfg.Sink.Deliver(e.deliverCtx, msgs, results)
-	end := e.clock.Now()
-	lat := end.Sub(start)
+	var end time.Time
+	var lat time.Duration
+	if timed {
+		end = e.clock.Now()
+		lat = end.Sub(start)
+	}
 	var nd, nr, nj int
 	var qd time.Duration
 	ra := fb.RetryAfter
@@ -284,7 +295,12 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) 
 			ra = max(ra, results[i].RetryAfter)
 		}
 	}
-	e.ctrl.observe(end, fb, fb.Throttled, ra, nd, lat, qd)
+	if timed || ra > 0 || fb.RateLimit != nil {
+		if end.IsZero() {
+			end = e.clock.Now()
+		}
+		e.ctrl.observe(end, fb, fb.Throttled, ra, nd, lat, qd)
+	}
 	for _, h := range e.hooks.delivered {
 		h.OnDelivered(nd, nr, nj, lat, fb)
 	}
@@ -309,6 +325,9 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 			err = errNoResult
 		}
 		it.lastErr = err
+		if now.IsZero() {
+			now = e.clock.Now()
+		}
 		delay := e.back.delay(it.m.Attempt, r.RetryAfter)
 		if e.isStopping() {
 			e.settle(it, SettledNak, delay, "")

@@ -58,6 +58,7 @@ type Engine struct {
 	settleCtx  context.Context
 	deliverCtx context.Context
 
+	timeEnq  bool // record when each message was consumed (PID queue delay)
 	itemPool sync.Pool
 	stats    counters
 }
@@ -111,6 +112,7 @@ func New(cfg Config) (*Engine, error) {
 	e.ctrl = newController(cfg.Adaptive, rate, cfg.MaxInFlight)
 	e.ctrl.apply = e.applyRate
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
+	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.pause.src = cfg.Source
 	e.pause.hooks = e.hooks.paused
 	return e, nil

@@ -19,7 +19,9 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		return ErrStopping
 	}
 	it := e.getItem(m)
-	it.enq = e.clock.Now()
+	if e.timeEnq {
+		it.enq = e.clock.Now()
+	}
 	select {
 	case e.queue <- it:
 	default:
