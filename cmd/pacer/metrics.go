@@ -5,12 +5,17 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/metrics"
 )
 
 type algorithmsRate = algorithms.Rate
 
-// metricsHooks returns the engine hooks that export metrics on reg.
-// TODO(issue 7): use pacer/metrics.New(reg) once it is committed.
-func metricsHooks(reg *prometheus.Registry) pacer.Hooks {
-	return nil
+// metricsHooks returns the engine hooks that export metrics on reg (the
+// worker's own registry, never the global one).
+func metricsHooks(reg *prometheus.Registry) (pacer.Hooks, error) {
+	m, err := metrics.New(reg)
+	if err != nil {
+		return nil, err
+	}
+	return pacer.Hooks{m}, nil
 }

@@ -150,7 +150,11 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW interface {
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
 	ec.Logger = log
-	ec.Hooks = append(ec.Hooks, metricsHooks(w.reg)...)
+	hooks, err := metricsHooks(w.reg)
+	if err != nil {
+		return nil, err
+	}
+	ec.Hooks = append(ec.Hooks, hooks...)
 	eng, err := pacer.New(ec)
 	if err != nil {
 		return nil, err
