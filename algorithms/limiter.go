@@ -5,8 +5,22 @@
 // argument, in the manner of golang.org/x/time/rate's *At methods, so a test
 // drives it on a fixed timeline and a caller decides how to wait.
 //
-// A stale now never mints permits: a time earlier than one an algorithm has
-// already seen is treated as that later time.
+// A stale now never mints permits: the mutex-based algorithms treat a time
+// earlier than one they have already seen as that later time; GCRA, to stay
+// one word, measures a stale now from itself, which finds no more room than
+// the later callers left and gives a wait to the same conformance instant.
+//
+// Which to choose:
+//
+//   - DualRate: the engine's default; token bucket (r, b) then a peak pacer.
+//   - TokenBucket: bursts, borrowing within MaxWait, expiry, runtime changes.
+//   - GCRA: the same decisions as TokenBucket, lock-free, fixed rate.
+//   - LeakyPacer: even spacing >= 1/r with a bounded queue (protect others).
+//   - LeakyMeter: police: reject what does not fit, never delay.
+//   - FixedWindow, SlidingWindow, SlidingLog: per-window quotas, from cheap
+//     and aligned to exact over every window.
+//   - Keyed: one limiter per key, bounded. All: several limits at once.
+//   - WarmUp: ramp up to r after idleness.
 package algorithms
 
 import "time"
