@@ -23,7 +23,8 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 	_ "modernc.org/sqlite"             // driver "sqlite"
 
 	"github.com/pacer-dev/pacer/pacer"
@@ -267,10 +268,86 @@ func (s *Sink) deliverChunk(ctx context.Context, msgs []*pacer.Message, results 
 		results[i] = s.result(msgs[i], err)
 		return
 	}
+	if s.dialect == Postgres {
+		if done, ok := s.pgPipeline(ctx, args, todo, results); ok {
+			if done {
+				return
+			}
+			s.runTx(ctx, msgs, args, todo, results, true)
+			return
+		}
+	}
 	if s.runTx(ctx, msgs, args, todo, results, false) {
 		return
 	}
 	s.runTx(ctx, msgs, args, todo, results, true)
+}
+
+// pgPipeline is the first pass on PostgreSQL through pgx's own connection:
+// BEGIN, every statement queued in one pgx.Batch (one round trip for the
+// lot), COMMIT. ok is false when the pool is not pgx's (the caller uses the
+// database/sql path); done is false when a statement failed for good, so
+// the caller reruns with savepoints (which cannot be pipelined: an error
+// aborts the rest of a pipeline).
+func (s *Sink) pgPipeline(ctx context.Context, args [][]any, todo []int, results []pacer.Result) (done, ok bool) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		markRetry(results, todo, err)
+		return true, true
+	}
+	defer conn.Close()
+	ok = true
+	rerr := conn.Raw(func(dc any) error {
+		sc, isPgx := dc.(*stdlib.Conn)
+		if !isPgx {
+			ok = false
+			return nil
+		}
+		tx, err := sc.Conn().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+		b := &pgx.Batch{}
+		for _, i := range todo {
+			b.Queue(s.stmtText, args[i]...)
+		}
+		br := tx.SendBatch(ctx, b)
+		var first error
+		for range todo {
+			if _, err := br.Exec(); err != nil {
+				first = err
+				break
+			}
+		}
+		if cerr := br.Close(); first == nil {
+			first = cerr
+		}
+		if first != nil {
+			return first
+		}
+		return tx.Commit(ctx)
+	})
+	if !ok {
+		return false, false
+	}
+	if rerr != nil {
+		if Classify(rerr) == pacer.Reject && ctx.Err() == nil {
+			return false, true
+		}
+		markRetry(results, todo, rerr)
+		return true, true
+	}
+	for _, i := range todo {
+		results[i] = pacer.Result{Outcome: pacer.Delivered}
+	}
+	return true, true
+}
+
+func markRetry(results []pacer.Result, todo []int, err error) {
+	for _, i := range todo {
+		results[i] = pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("sqlsink: batch of %d not committed: %w", len(todo), err)}
+	}
 }
 
 // runTx runs the statements of todo in one transaction. Without savepoints
