@@ -25,7 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // driver "pgx"
-	_ "modernc.org/sqlite"             // driver "sqlite"
+	_ "modernc.org/sqlite"           // driver "sqlite"
 
 	"github.com/pacer-dev/pacer/pacer"
 )
