@@ -1,0 +1,225 @@
+package nats
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ErrInvalidConfig is wrapped by every configuration error.
+var ErrInvalidConfig = errors.New("nats: invalid config")
+
+// Conn says how to reach NATS. Exactly one authentication method may be
+// set: CredsFile, NKeySeedFile, User/Password or Token. Secrets are never
+// logged.
+type Conn struct {
+	URL  string `yaml:"url"`  // comma separated server URLs (nats.DefaultURL if empty)
+	Name string `yaml:"name"` // client name shown by the server ("pacer" if empty)
+
+	CredsFile    string `yaml:"creds_file"`
+	NKeySeedFile string `yaml:"nkey_seed_file"`
+	User         string `yaml:"user"`
+	Password     string `yaml:"password"`
+	Token        string `yaml:"token"`
+
+	TLS TLS `yaml:"tls"`
+
+	// ReconnectWait is the pause between reconnect attempts (default 250ms);
+	// the client reconnects forever.
+	ReconnectWait time.Duration `yaml:"reconnect_wait"`
+}
+
+// TLS configures transport security; certificates are verified unless
+// InsecureSkipVerify is set.
+type TLS struct {
+	Enable             bool   `yaml:"enable"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+func (c *Conn) validate() error {
+	n := 0
+	for _, set := range []bool{c.CredsFile != "", c.NKeySeedFile != "", c.User != "", c.Token != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("%w: more than one of creds_file, nkey_seed_file, user, token", ErrInvalidConfig)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		return fmt.Errorf("%w: tls.cert_file and tls.key_file go together", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// connect dials NATS with reconnect-forever and logging handlers.
+func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	url := c.URL
+	if url == "" {
+		url = nats.DefaultURL
+	}
+	name := c.Name
+	if name == "" {
+		name = "pacer"
+	}
+	wait := c.ReconnectWait
+	if wait == 0 {
+		wait = 250 * time.Millisecond
+	}
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(wait),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("nats: disconnected", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("nats: reconnected", "server", nc.ConnectedUrlRedacted())
+		}),
+	}
+	switch {
+	case c.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(c.CredsFile))
+	case c.NKeySeedFile != "":
+		o, err := nats.NkeyOptionFromSeed(c.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("nats: nkey seed: %w", err)
+		}
+		opts = append(opts, o)
+	case c.User != "":
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	case c.Token != "":
+		opts = append(opts, nats.Token(c.Token))
+	}
+	if c.TLS.Enable || c.TLS.CAFile != "" || c.TLS.CertFile != "" {
+		opts = append(opts, nats.Secure(&tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			ServerName:         c.TLS.ServerName,
+			InsecureSkipVerify: c.TLS.InsecureSkipVerify, //nolint:gosec // opt-in, documented
+		}))
+		if c.TLS.CAFile != "" {
+			opts = append(opts, nats.RootCAs(c.TLS.CAFile))
+		}
+		if c.TLS.CertFile != "" {
+			opts = append(opts, nats.ClientCert(c.TLS.CertFile, c.TLS.KeyFile))
+		}
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: connect: %w", err)
+	}
+	return nc, nil
+}
+
+// DeliverPolicy says where a newly created consumer starts.
+type DeliverPolicy string
+
+const (
+	DeliverAll DeliverPolicy = "all" // the default
+	DeliverNew DeliverPolicy = "new"
+)
+
+// Config configures a Source. Stream and Consumer are required; with
+// Create, the durable consumer is created (or updated) with the settings
+// below, else the Source binds to an existing one and takes its AckWait.
+type Config struct {
+	Conn `yaml:",inline"`
+	// NC, if set, is used instead of dialling Conn; the Source then does
+	// not close it.
+	NC *nats.Conn `yaml:"-"`
+
+	Stream   string `yaml:"stream"`
+	Consumer string `yaml:"consumer"` // durable name
+	// FilterSubject restricts the consumer to matching subjects (all if empty).
+	FilterSubject string `yaml:"filter_subject"`
+	Create        bool   `yaml:"create"`
+
+	// For a created consumer:
+	AckWait       time.Duration `yaml:"ack_wait"`        // default 30s
+	MaxAckPending int           `yaml:"max_ack_pending"` // default 1000; align with the engine's queue size + max in flight
+	MaxDeliver    int           `yaml:"max_deliver"`     // default unlimited
+	DeliverPolicy DeliverPolicy `yaml:"deliver_policy"`
+
+	// Batch is the most messages asked per pull (default 32). A new pull
+	// starts only once every message of the previous one was handed over,
+	// so at most Batch messages wait in pacer's hands unseen by the engine.
+	Batch int `yaml:"batch"`
+	// FetchWait is how long one pull waits for messages (default 2s).
+	FetchWait time.Duration `yaml:"fetch_wait"`
+	// KeyHeader names the header whose value becomes Message.Key
+	// ("Pacer-Key" if empty).
+	KeyHeader string `yaml:"key_header"`
+	// ReturnDelay is the NakWithDelay used for messages fetched but never
+	// handed over because the Source stopped (default 100ms).
+	ReturnDelay time.Duration `yaml:"return_delay"`
+
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.Stream == "" {
+		return fmt.Errorf("%w: stream is empty", ErrInvalidConfig)
+	}
+	if c.Consumer == "" {
+		return fmt.Errorf("%w: consumer (durable name) is empty", ErrInvalidConfig)
+	}
+	switch c.DeliverPolicy {
+	case "", DeliverAll, DeliverNew:
+	default:
+		return fmt.Errorf("%w: deliver_policy %q (want all or new)", ErrInvalidConfig, c.DeliverPolicy)
+	}
+	if c.Batch < 0 || c.MaxAckPending < 0 || c.AckWait < 0 || c.FetchWait < 0 {
+		return fmt.Errorf("%w: negative value", ErrInvalidConfig)
+	}
+	if c.MaxAckPending > 0 && c.Batch > c.MaxAckPending {
+		return fmt.Errorf("%w: batch %d exceeds max_ack_pending %d", ErrInvalidConfig, c.Batch, c.MaxAckPending)
+	}
+	if c.NC == nil {
+		return c.Conn.validate()
+	}
+	return nil
+}
+
+func (c *Config) withDefaults() Config {
+	cc := *c
+	if cc.AckWait == 0 {
+		cc.AckWait = 30 * time.Second
+	}
+	if cc.MaxAckPending == 0 {
+		cc.MaxAckPending = 1000
+	}
+	if cc.MaxDeliver == 0 {
+		cc.MaxDeliver = -1
+	}
+	if cc.DeliverPolicy == "" {
+		cc.DeliverPolicy = DeliverAll
+	}
+	if cc.Batch == 0 {
+		cc.Batch = 32
+	}
+	if cc.FetchWait == 0 {
+		cc.FetchWait = 2 * time.Second
+	}
+	if cc.KeyHeader == "" {
+		cc.KeyHeader = "Pacer-Key"
+	}
+	if cc.ReturnDelay == 0 {
+		cc.ReturnDelay = 100 * time.Millisecond
+	}
+	if cc.Logger == nil {
+		cc.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cc
+}

@@ -1,0 +1,453 @@
+// Package nats is pacer's NATS JetStream source (a durable pull consumer)
+// and dead-letter publisher.
+//
+// The Source pulls small batches (Config.Batch) and starts the next pull
+// only once the engine has taken every message of the previous one, so
+// messages never wait in a large client-side prefetch while their AckWait
+// runs. Every message it fetched and that is not yet settled is kept alive
+// with InProgress once it is older than half the consumer's AckWait, so a
+// message waiting for tokens is not redelivered elsewhere.
+//
+// Settling: Ack after success, NakWithDelay (never a bare Nak) for retries,
+// TermWithReason after a dead-letter write.
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+var _ pacer.Source = (*Source)(nil)
+
+// Source consumes a JetStream durable pull consumer.
+//
+// Pause stops pulling. After Pause returns at most one message may still be
+// handed to deliver (one already being handed over); messages of a pull
+// under way are held, kept alive with InProgress, and handed over after
+// Resume. Pause never touches the server-side consumer (PauseConsumer would
+// pause every worker).
+//
+// Run does not close the connection when it returns, so that the engine can
+// still settle messages it holds; call Close once the engine has finished.
+// A Source runs once; its methods are safe for concurrent use.
+type Source struct {
+	cfg Config
+
+	mu      sync.Mutex
+	paused  bool
+	resumed chan struct{} // closed while not paused
+	pausedC chan struct{} // closed while paused
+	nc      *nats.Conn
+	ownNC   bool
+
+	ran atomic.Bool
+
+	outMu sync.Mutex
+	out   map[*tracked]struct{} // fetched and not settled
+
+	delivered  atomic.Int64
+	inProgress atomic.Int64
+}
+
+// tracked is one fetched message until it is settled.
+type tracked struct {
+	msg     jetstream.Msg
+	touched time.Time // arrival or last InProgress
+	settled atomic.Bool
+}
+
+// New validates cfg and returns a Source. It does not connect: Run does.
+func New(cfg Config) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Source{cfg: cfg.withDefaults(), resumed: make(chan struct{}), pausedC: make(chan struct{}),
+		out: map[*tracked]struct{}{}}
+	close(s.resumed)
+	return s, nil
+}
+
+// Pause stops pulling; see Source for the bound.
+func (s *Source) Pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused {
+		return
+	}
+	s.paused = true
+	s.resumed = make(chan struct{})
+	close(s.pausedC)
+}
+
+// Resume undoes Pause.
+func (s *Source) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.paused {
+		return
+	}
+	s.paused = false
+	s.pausedC = make(chan struct{})
+	close(s.resumed)
+}
+
+func (s *Source) pauseState() (bool, <-chan struct{}, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused, s.resumed, s.pausedC
+}
+
+// Delivered counts messages handed to deliver; InProgressSent counts
+// InProgress acknowledgements sent to keep held messages alive.
+func (s *Source) Delivered() int64      { return s.delivered.Load() }
+func (s *Source) InProgressSent() int64 { return s.inProgress.Load() }
+
+// Outstanding is how many fetched messages are not yet settled.
+func (s *Source) Outstanding() int {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return len(s.out)
+}
+
+// Close flushes pending acknowledgements and closes the connection the
+// Source dialled (a Config.NC is left open). Call it after the engine has
+// settled what it could.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	nc, own := s.nc, s.ownNC
+	s.nc = nil
+	s.mu.Unlock()
+	if nc == nil {
+		return nil
+	}
+	err := nc.FlushTimeout(5 * time.Second)
+	if own {
+		nc.Close()
+	}
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("nats: flush on close: %w", err)
+	}
+	return nil
+}
+
+// Run pulls until ctx is done (returning ctx's error), deliver fails outside
+// ctx (the engine stops: nil), or setup fails.
+func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
+	if s.ran.Swap(true) {
+		return errors.New("nats: Source.Run called twice")
+	}
+	nc := s.cfg.NC
+	own := false
+	if nc == nil {
+		var err error
+		if nc, err = s.cfg.Conn.connect(s.cfg.Logger); err != nil {
+			return err
+		}
+		own = true
+	}
+	s.mu.Lock()
+	s.nc, s.ownNC = nc, own
+	s.mu.Unlock()
+
+	cons, ackWait, err := s.consumer(ctx, nc)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	local := make(chan *tracked, s.cfg.Batch)
+	var unhanded atomic.Int64
+	handed := make(chan struct{}, 1)
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.keepAlive(ctx, ackWait) }()
+	go func() { defer wg.Done(); s.pull(ctx, cons, local, &unhanded, handed) }()
+
+	stopped := s.deliverLoop(ctx, deliver, local, &unhanded, handed)
+	cancel()
+	wg.Wait()
+	// Give back what was fetched but never handed over.
+	for {
+		select {
+		case tr := <-local:
+			s.giveBack(tr)
+			continue
+		default:
+		}
+		break
+	}
+	if stopped {
+		return nil
+	}
+	return ctx.Err()
+}
+
+// consumer creates or binds the durable and returns its AckWait.
+func (s *Source) consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consumer, time.Duration, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("nats: jetstream: %w", err)
+	}
+	var cons jetstream.Consumer
+	if s.cfg.Create {
+		cc := jetstream.ConsumerConfig{
+			Durable:       s.cfg.Consumer,
+			FilterSubject: s.cfg.FilterSubject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       s.cfg.AckWait,
+			MaxAckPending: s.cfg.MaxAckPending,
+			MaxDeliver:    s.cfg.MaxDeliver,
+		}
+		if s.cfg.DeliverPolicy == DeliverNew {
+			cc.DeliverPolicy = jetstream.DeliverNewPolicy
+		}
+		cons, err = js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, cc)
+	} else {
+		cons, err = js.Consumer(ctx, s.cfg.Stream, s.cfg.Consumer)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("nats: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+	}
+	info := cons.CachedInfo()
+	ackWait := info.Config.AckWait
+	if ackWait <= 0 {
+		ackWait = 30 * time.Second
+	}
+	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
+		return nil, 0, fmt.Errorf("%w: consumer %s has ack policy %v, want explicit", ErrInvalidConfig, s.cfg.Consumer, info.Config.AckPolicy)
+	}
+	s.cfg.Logger.Debug("nats: consumer", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer,
+		"ack_wait", ackWait, "max_ack_pending", info.Config.MaxAckPending)
+	return cons, ackWait, nil
+}
+
+// pull fetches a batch whenever the Source is not paused and the engine has
+// taken everything fetched before.
+func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<- *tracked, unhanded *atomic.Int64, handed <-chan struct{}) {
+	backoff := 50 * time.Millisecond
+	for {
+		for unhanded.Load() > 0 {
+			select {
+			case <-handed:
+			case <-ctx.Done():
+				return
+			}
+		}
+		paused, resumed, _ := s.pauseState()
+		if paused {
+			select {
+			case <-resumed:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		fctx, fcancel := context.WithTimeout(ctx, s.cfg.FetchWait)
+		batch, err := cons.Fetch(s.cfg.Batch, jetstream.FetchContext(fctx))
+		if err == nil {
+			for msg := range batch.Messages() {
+				tr := s.track(msg)
+				unhanded.Add(1)
+				local <- tr // never blocks: at most Batch per pull, pulled only when empty
+			}
+			err = batch.Error()
+		}
+		fcancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			s.cfg.Logger.Warn("nats: fetch", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "err", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+	}
+}
+
+// deliverLoop hands fetched messages over; it reports whether it stopped
+// because deliver failed outside ctx.
+func (s *Source) deliverLoop(ctx context.Context, deliver func(context.Context, *pacer.Message) error,
+	local <-chan *tracked, unhanded *atomic.Int64, handed chan<- struct{}) bool {
+	for {
+		paused, resumed, pausedC := s.pauseState()
+		if paused {
+			select {
+			case <-resumed:
+				continue
+			case <-ctx.Done():
+				return false
+			}
+		}
+		var tr *tracked
+		select {
+		case tr = <-local:
+		case <-pausedC:
+			continue
+		case <-ctx.Done():
+			return false
+		}
+		m, err := s.convert(tr)
+		if err == nil {
+			err = deliver(ctx, m)
+		} else {
+			s.cfg.Logger.Warn("nats: message without JetStream metadata", "subject", tr.msg.Subject(), "err", err)
+		}
+		if err != nil {
+			s.giveBack(tr)
+		} else {
+			s.delivered.Add(1)
+		}
+		unhanded.Add(-1)
+		select {
+		case handed <- struct{}{}:
+		default:
+		}
+		if err != nil && ctx.Err() == nil && m != nil {
+			return true // the engine is stopping
+		}
+	}
+}
+
+func (s *Source) convert(tr *tracked) (*pacer.Message, error) {
+	md, err := tr.msg.Metadata()
+	if err != nil {
+		return nil, err
+	}
+	m := &pacer.Message{
+		ID:        md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10),
+		Value:     tr.msg.Data(),
+		Topic:     tr.msg.Subject(),
+		Offset:    int64(md.Sequence.Stream),
+		Timestamp: md.Timestamp,
+		Delivered: int(md.NumDelivered),
+		Acker:     &acker{s: s, tr: tr},
+	}
+	if h := tr.msg.Headers(); len(h) > 0 {
+		m.Headers = make(map[string]string, len(h))
+		for k, vs := range h {
+			if len(vs) > 0 {
+				m.Headers[k] = vs[0]
+			}
+		}
+		if k := h.Get(s.cfg.KeyHeader); k != "" {
+			m.Key = []byte(k)
+		}
+	}
+	return m, nil
+}
+
+func (s *Source) track(msg jetstream.Msg) *tracked {
+	tr := &tracked{msg: msg, touched: time.Now()}
+	s.outMu.Lock()
+	s.out[tr] = struct{}{}
+	s.outMu.Unlock()
+	return tr
+}
+
+// settle removes tr from the outstanding set; it reports whether this call
+// was the first to settle it.
+func (s *Source) settle(tr *tracked) bool {
+	if !tr.settled.CompareAndSwap(false, true) {
+		return false
+	}
+	s.outMu.Lock()
+	delete(s.out, tr)
+	s.outMu.Unlock()
+	return true
+}
+
+// giveBack returns a message that was never handed over.
+func (s *Source) giveBack(tr *tracked) {
+	if s.settle(tr) {
+		if err := tr.msg.NakWithDelay(s.cfg.ReturnDelay); err != nil {
+			s.cfg.Logger.Debug("nats: give back", "err", err)
+		}
+	}
+}
+
+// keepAlive sends InProgress for every outstanding message older than half
+// of ackWait, checking every quarter of it. (A wall-clock ticker on purpose:
+// the server's AckWait runs on wall time.)
+func (s *Source) keepAlive(ctx context.Context, ackWait time.Duration) {
+	every := max(ackWait/4, time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.outMu.Lock()
+			var due []*tracked
+			for tr := range s.out {
+				if now.Sub(tr.touched) >= ackWait/2 {
+					tr.touched = now
+					due = append(due, tr)
+				}
+			}
+			s.outMu.Unlock()
+			for _, tr := range due {
+				if tr.settled.Load() {
+					continue
+				}
+				if err := tr.msg.InProgress(); err != nil {
+					s.cfg.Logger.Debug("nats: in progress", "err", err)
+					continue
+				}
+				s.inProgress.Add(1)
+			}
+		}
+	}
+}
+
+// acker settles one JetStream message; the first call wins, later calls
+// return nil.
+type acker struct {
+	s  *Source
+	tr *tracked
+}
+
+func (a *acker) Ack(context.Context) error {
+	if !a.s.settle(a.tr) {
+		return nil
+	}
+	return a.tr.msg.Ack()
+}
+
+// Nak redelivers no sooner than delay (ReturnDelay if delay <= 0: never a
+// bare Nak).
+func (a *acker) Nak(_ context.Context, delay time.Duration) error {
+	if !a.s.settle(a.tr) {
+		return nil
+	}
+	if delay <= 0 {
+		delay = a.s.cfg.ReturnDelay
+	}
+	return a.tr.msg.NakWithDelay(delay)
+}
+
+func (a *acker) Term(_ context.Context, reason string) error {
+	if !a.s.settle(a.tr) {
+		return nil
+	}
+	return a.tr.msg.TermWithReason(reason)
+}
