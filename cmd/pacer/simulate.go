@@ -130,12 +130,13 @@ func (t *trace) rowEnd(i int) float64 {
 	return t.end
 }
 
-// arrivedBy returns how many messages arrived before sec (whole messages).
+// arrivedBy returns how many messages arrived by sec: the k-th message of
+// the curve arrives as soon as the curve passes k-1.
 func (t *trace) arrivedBy(sec float64) int64 {
 	i := sort.SearchFloat64s(t.at, sec)
 	// rows [0, i) start before or at sec
 	if i < len(t.at) && t.at[i] == sec {
-		return int64(t.cum[i])
+		return int64(math.Ceil(t.cum[i] - 1e-9))
 	}
 	if i == 0 {
 		return 0
@@ -143,15 +144,16 @@ func (t *trace) arrivedBy(sec float64) int64 {
 	r := i - 1
 	start, end := t.at[r], t.rowEnd(r)
 	frac := math.Min(1, (sec-start)/(end-start))
-	return int64(math.Floor(t.cum[r] + t.count[r]*frac + 1e-9))
+	return int64(math.Ceil(t.cum[r] + t.count[r]*frac - 1e-9))
 }
 
 func (t *trace) total() int64 { return int64(math.Floor(t.cum[len(t.cum)-1] + 1e-9)) }
 
-// timeOf returns when the k-th message (1-based) arrives.
+// timeOf returns when the k-th message (1-based) arrives: just after the
+// curve passes k-1.
 func (t *trace) timeOf(k int64) float64 {
-	target := float64(k)
-	r := sort.Search(len(t.count), func(i int) bool { return t.cum[i+1] >= target-1e-9 })
+	target := float64(k-1) + 1e-6
+	r := sort.Search(len(t.count), func(i int) bool { return t.cum[i+1] >= target })
 	if r >= len(t.count) {
 		return t.end
 	}
@@ -412,6 +414,14 @@ func simulate(s config.Shaping, tr *trace, bucket time.Duration) (*simResult, er
 	advance(math.Max(now, tr.end))
 	if b := len(res.buckets) - 1; b >= 0 {
 		res.buckets[b].queueEnd, res.buckets[b].backlogEnd = nQueue, nBacklog
+	}
+	// Drop empty buckets past the end of the trace.
+	for k := len(res.buckets) - 1; k >= 0; k-- {
+		b := res.buckets[k]
+		if b.start < tr.end || b.arrivals > 0 || b.admitted > 0 || b.queueMax > 0 || b.backlogEnd > 0 {
+			break
+		}
+		res.buckets = res.buckets[:k]
 	}
 	res.unfinished = nQueue + nBacklog
 	for _, b := range res.buckets {
