@@ -63,6 +63,13 @@ func StartKafka(t testing.TB) *KafkaBroker {
 	return startKfake(t)
 }
 
+// StartKafkaInProcess always starts an in-process kfake cluster, whatever
+// the environment says: for tests that must stop and restart the broker.
+func StartKafkaInProcess(t testing.TB) *KafkaBroker {
+	t.Helper()
+	return startKfake(t)
+}
+
 func startKfake(t testing.TB) *KafkaBroker {
 	t.Helper()
 	// Persist to a temp dir so that Restart brings back topics, records and

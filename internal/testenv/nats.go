@@ -52,6 +52,13 @@ func StartNATS(t testing.TB) *NATSServer {
 	} else {
 		logf(t, "NATS: no container (%s); using in-process nats-server", why)
 	}
+	return StartNATSInProcess(t)
+}
+
+// StartNATSInProcess always starts an in-process nats-server, whatever the
+// environment says: for tests that must shut the server down and restart it.
+func StartNATSInProcess(t testing.TB) *NATSServer {
+	t.Helper()
 	opts := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      server.RANDOM_PORT,

@@ -1,0 +1,303 @@
+package nats_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/pacer"
+	pnats "github.com/pacer-dev/pacer/sources/nats"
+)
+
+func publishN(t *testing.T, js jetstream.JetStream, subject string, from, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := from; i < from+n; i++ {
+		if _, err := js.Publish(ctx, subject, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+}
+
+// runSource runs s with deliver in the background; the returned stop
+// cancels and waits.
+func runSource(t *testing.T, s pacer.Source, deliver func(context.Context, *pacer.Message) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, deliver) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("Run did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not timing logic
+	}
+}
+
+// TestFetchIsBounded: with the engine not taking messages (deliver blocked),
+// the server shows at most Batch+1 messages pending acknowledgement for the
+// consumer: no large prefetch.
+func TestFetchIsBounded(t *testing.T) {
+	url := testenv.NATS(t)
+	_, js := connect(t, url)
+	name := testenv.UniqueName(t, "BND")
+	stream(t, js, name)
+	publishN(t, js, name+".in", 0, 200)
+	const batch = 5
+	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
+		Batch: batch, FetchWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	release := make(chan struct{})
+	var got atomic.Int64
+	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		if got.Add(1) == 1 {
+			select { // the engine's queue is full
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return m.Acker.Ack(ctx)
+	})
+	waitFor(t, "the first message", func() bool { return got.Load() >= 1 })
+	time.Sleep(400 * time.Millisecond) // window for a prefetching source to over-fetch (can only hide a bug)
+	cons, err := js.Consumer(context.Background(), name, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending > batch+1 {
+		t.Fatalf("NumAckPending = %d while the engine takes nothing, want <= %d", info.NumAckPending, batch+1)
+	}
+	if n := s.Outstanding(); n > batch+1 {
+		t.Fatalf("Outstanding() = %d want <= %d", n, batch+1)
+	}
+	close(release)
+	waitFor(t, "all 200", func() bool { return got.Load() >= 200 })
+}
+
+// TestInProgressKeepsHeldMessages: a message held longer than AckWait by a
+// live Source is not redelivered to another consumer of the durable; the
+// Source sent InProgress for it.
+func TestInProgressKeepsHeldMessages(t *testing.T) {
+	url := testenv.NATS(t)
+	_, js := connect(t, url)
+	name := testenv.UniqueName(t, "INP")
+	stream(t, js, name)
+	const ackWait = 2 * time.Second
+	newSrc := func() *pnats.Source {
+		s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
+			AckWait: ackWait, Batch: 1, FetchWait: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a := newSrc()
+	var held atomic.Pointer[pacer.Message]
+	runSource(t, a, func(ctx context.Context, m *pacer.Message) error {
+		held.Store(m) // the engine holds it (waiting for tokens)
+		return nil
+	})
+	publishN(t, js, name+".in", 0, 1)
+	waitFor(t, "the message at a", func() bool { return held.Load() != nil })
+
+	b := newSrc()
+	var bGot atomic.Int64
+	runSource(t, b, func(ctx context.Context, m *pacer.Message) error {
+		bGot.Add(1)
+		return m.Acker.Ack(ctx)
+	})
+	time.Sleep(2*ackWait + ackWait/2) // longer than AckWait twice: the server's clock, not ours
+	if n := bGot.Load(); n != 0 {
+		t.Fatalf("held message redelivered %d times to b despite InProgress", n)
+	}
+	if a.InProgressSent() == 0 {
+		t.Fatalf("no InProgress sent for a message held %v with AckWait %v", 2*ackWait, ackWait)
+	}
+	if err := held.Load().Acker.Ack(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBindExisting: without Create the Source binds to a consumer made
+// elsewhere, and fails clearly when there is none.
+func TestBindExisting(t *testing.T) {
+	url := testenv.NATS(t)
+	_, js := connect(t, url)
+	name := testenv.UniqueName(t, "BIND")
+	stream(t, js, name)
+	ctx := context.Background()
+
+	missing, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = missing.Close() })
+	if err := missing.Run(ctx, func(context.Context, *pacer.Message) error { return nil }); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("Run on a missing consumer = %v, want ErrConsumerNotFound", err)
+	}
+
+	if _, err := js.CreateConsumer(ctx, name, jetstream.ConsumerConfig{Durable: "ext", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	publishN(t, js, name+".x", 0, 10)
+	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "ext"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	var got atomic.Int64
+	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		got.Add(1)
+		return m.Acker.Term(ctx, "test")
+	})
+	waitFor(t, "10 messages", func() bool { return got.Load() >= 10 })
+}
+
+// TestReconnect: the in-process server restarts mid-stream; nothing is lost.
+func TestReconnect(t *testing.T) {
+	srv := testenv.StartNATSInProcess(t)
+	_, js := connect(t, srv.URL())
+	name := testenv.UniqueName(t, "REC")
+	stream(t, js, name)
+	publishN(t, js, name+".in", 0, 50)
+	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: srv.URL(), ReconnectWait: 20 * time.Millisecond},
+		Stream: name, Consumer: "c", Create: true, Batch: 4, FetchWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		mu.Lock()
+		seen[string(m.Value)] = true
+		mu.Unlock()
+		return m.Acker.Ack(ctx)
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	waitFor(t, "20 messages", func() bool { return count() >= 20 })
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The test's own connection reconnects too; publish the rest after.
+	nc2, js2 := connect(t, srv.URL())
+	_ = nc2
+	publishN(t, js2, name+".in", 50, 50)
+	waitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+}
+
+func TestDeadLetter(t *testing.T) {
+	url := testenv.NATS(t)
+	nc, js := connect(t, url)
+	name := testenv.UniqueName(t, "DLQ")
+	stream(t, js, name)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	d, err := pnats.NewDeadLetter(pnats.DeadLetterConfig{NC: nc, Subject: name + ".dead", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := &pacer.Message{ID: "S/7", Value: []byte("body"), Topic: "orders.in", Offset: 7, Delivered: 2, Attempt: 3,
+		Headers: map[string]string{"X-Trace": "t1"}}
+	ctx := context.Background()
+	for range 2 { // a retried write is de-duplicated by Nats-Msg-Id
+		if err := d.DeadLetter(ctx, m, errors.New("http 400: bad field")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	str, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := str.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("dead-letter stream holds %d messages, want 1", info.State.Msgs)
+	}
+	raw, err := str.GetLastMsgForSubject(ctx, name+".dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"X-Trace": "t1", pnats.HeaderReason: "http 400: bad field", pnats.HeaderAttempts: "3",
+		pnats.HeaderID: "S/7", pnats.HeaderSubject: "orders.in", pnats.HeaderSequence: "7",
+		pnats.HeaderDelivered: "2", pnats.HeaderTime: "2026-01-02T03:04:05Z",
+	}
+	for k, v := range want {
+		if got := raw.Header.Get(k); got != v {
+			t.Errorf("header %s = %q want %q", k, got, v)
+		}
+	}
+	if string(raw.Data) != "body" {
+		t.Errorf("data = %q want body", raw.Data)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := pnats.Config{Stream: "S", Consumer: "c"}
+	tests := []struct {
+		name string
+		edit func(*pnats.Config)
+		bad  bool
+	}{
+		{"ok", func(*pnats.Config) {}, false},
+		{"no stream", func(c *pnats.Config) { c.Stream = "" }, true},
+		{"no consumer", func(c *pnats.Config) { c.Consumer = "" }, true},
+		{"bad deliver policy", func(c *pnats.Config) { c.DeliverPolicy = "last" }, true},
+		{"batch over max ack pending", func(c *pnats.Config) { c.Batch = 10; c.MaxAckPending = 5 }, true},
+		{"two auth methods", func(c *pnats.Config) { c.Token = "t"; c.User = "u" }, true},
+		{"cert without key", func(c *pnats.Config) { c.TLS.CertFile = "c.pem" }, true},
+		{"nc given skips conn checks", func(c *pnats.Config) { c.NC = &nats.Conn{}; c.Token = "t"; c.User = "u" }, false},
+	}
+	for _, tc := range tests {
+		c := ok
+		tc.edit(&c)
+		err := c.Validate()
+		if (err != nil) != tc.bad {
+			t.Errorf("%s: Validate() = %v, want error %v", tc.name, err, tc.bad)
+		}
+		if err != nil && !errors.Is(err, pnats.ErrInvalidConfig) {
+			t.Errorf("%s: error %v does not wrap ErrInvalidConfig", tc.name, err)
+		}
+	}
+}
