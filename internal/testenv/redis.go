@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
 	"net"
 	"os"
 	"sync"
@@ -151,7 +150,16 @@ type TCPProxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]struct{}
+	delay time.Duration
 	wg    sync.WaitGroup
+}
+
+// SetDelay makes the proxy hold every chunk of data d before forwarding it
+// (0: none): a slow server, for timeout tests.
+func (p *TCPProxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
 }
 
 // NewTCPProxy starts a proxy to target; t.Cleanup stops it.
@@ -242,7 +250,24 @@ func (p *TCPProxy) serve(ln net.Listener) {
 
 func (p *TCPProxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			d := p.delay
+			p.mu.Unlock()
+			if d > 0 {
+				time.Sleep(d) // the point of SetDelay: a slow server
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()

@@ -55,3 +55,25 @@ func TestTCPProxyOutage(t *testing.T) {
 		t.Fatalf("PING after restart: %v", err)
 	}
 }
+
+func TestTCPProxyDelay(t *testing.T) {
+	s := Redis(t)
+	p := NewTCPProxy(t, s.Client(t).Options().Addr)
+	opt, err := goredis.ParseURL(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Addr, opt.MaxRetries, opt.ContextTimeoutEnabled = p.Addr(), -1, true
+	c := goredis.NewClient(opt)
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.SetDelay(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatalf("PING through a 300ms delay answered within 50ms")
+	}
+	p.SetDelay(0)
+}
