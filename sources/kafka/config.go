@@ -88,8 +88,11 @@ type Config struct {
 	// bounds how much is redelivered after a crash.
 	MaxInFlightPerPartition int `yaml:"max_in_flight_per_partition"`
 
-	SessionTimeout   time.Duration `yaml:"session_timeout"`   // default 10s
-	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"` // default 60s
+	SessionTimeout time.Duration `yaml:"session_timeout"` // default 10s
+	// HeartbeatInterval is how often the member heartbeats, which is also
+	// how soon it notices a rebalance (default SessionTimeout/3).
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	RebalanceTimeout  time.Duration `yaml:"rebalance_timeout"` // default 60s
 	// CommitInterval is how often marked offsets are committed (default 1s);
 	// they are also committed when a session ends.
 	CommitInterval time.Duration `yaml:"commit_interval"`
@@ -121,6 +124,9 @@ func (c *Config) withDefaults() Config {
 	if cc.SessionTimeout == 0 {
 		cc.SessionTimeout = 10 * time.Second
 	}
+	if cc.HeartbeatInterval == 0 {
+		cc.HeartbeatInterval = cc.SessionTimeout / 3
+	}
 	if cc.RebalanceTimeout == 0 {
 		cc.RebalanceTimeout = 60 * time.Second
 	}
@@ -151,7 +157,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("%w: balance %q (want range, roundrobin or sticky)", ErrInvalidConfig, c.Balance)
 	}
-	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 {
+	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 {
 		return fmt.Errorf("%w: negative size", ErrInvalidConfig)
 	}
 	return c.Client.validate()
@@ -264,7 +270,7 @@ func (c *Config) saramaConfig() (*sarama.Config, error) {
 	sc.Consumer.Offsets.AutoCommit.Enable = true
 	sc.Consumer.Offsets.AutoCommit.Interval = c.CommitInterval
 	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
-	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
+	sc.Consumer.Group.Heartbeat.Interval = c.HeartbeatInterval
 	sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
 	switch c.Balance {
 	case "roundrobin":

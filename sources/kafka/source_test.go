@@ -28,7 +28,7 @@ func kafkaEnv(t *testing.T, brokers []string) sourcetest.Env {
 				Client:         kafka.Client{Brokers: brokers},
 				Group:          group,
 				Topics:         []string{topic},
-				SessionTimeout: time.Second,
+				SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
 				CommitInterval: 100 * time.Millisecond,
 			})
 			if err != nil {

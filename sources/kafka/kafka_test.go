@@ -1,0 +1,346 @@
+package kafka_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/sourcetest"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func runSource(t *testing.T, s pacer.Source, deliver func(context.Context, *pacer.Message) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, deliver) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("Run did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not timing logic
+	}
+}
+
+func recs(prefix string, n int) []sourcetest.Record {
+	out := make([]sourcetest.Record, n)
+	for i := range out {
+		out[i] = sourcetest.Record{Key: []byte(fmt.Sprint(i % 5)), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))}
+	}
+	return out
+}
+
+// TestInFlightCapPerPartition: with nothing settled, each partition hands
+// over at most MaxInFlightPerPartition messages; settling lets it go on.
+func TestInFlightCapPerPartition(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.UniqueName(t, "cap")
+	createTopic(t, brokers, topic, 2)
+	if err := produce(brokers, topic, recs("cap", 100)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
+		MaxInFlightPerPartition: 3, SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []*pacer.Message
+	perPart := map[int32]int{}
+	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		mu.Lock()
+		held = append(held, m)
+		perPart[m.Partition]++
+		mu.Unlock()
+		return nil
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(held) }
+	waitFor(t, "6 messages (3 per partition)", func() bool { return count() >= 6 })
+	time.Sleep(300 * time.Millisecond) // window for an uncapped source to overrun (can only hide a bug)
+	mu.Lock()
+	for p, n := range perPart {
+		if n > 3 {
+			t.Errorf("partition %d handed over %d unsettled messages, cap 3", p, n)
+		}
+	}
+	batch := append([]*pacer.Message(nil), held...)
+	mu.Unlock()
+	for _, m := range batch {
+		if err := m.Acker.Ack(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "more after settling", func() bool { return count() > len(batch) })
+}
+
+// TestBrokerRestart: the in-process broker goes down mid-stream and comes
+// back with its data; every message is delivered and acked.
+func TestBrokerRestart(t *testing.T) {
+	k := testenv.StartKafkaInProcess(t)
+	brokers := k.Brokers()
+	topic := testenv.UniqueName(t, "rst")
+	createTopic(t, brokers, topic, 2)
+	if err := produce(brokers, topic, recs("a", 50)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		mu.Lock()
+		seen[string(m.Value)] = true
+		mu.Unlock()
+		return m.Acker.Ack(ctx)
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	waitFor(t, "the first 50", func() bool { return count() >= 50 })
+	if err := k.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	var perr error
+	for range 100 { // the producer may race the broker's return
+		if perr = produce(brokers, topic, recs("b", 50)); perr == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	waitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+}
+
+func TestDeadLetter(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.UniqueName(t, "dlq")
+	createTopic(t, brokers, topic, 1)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: kafka.Client{Brokers: brokers}, Topic: topic,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	m := &pacer.Message{ID: "orders/1/42", Key: []byte("k"), Value: []byte("body"), Topic: "orders", Partition: 1,
+		Offset: 42, Delivered: 1, Attempt: 4, Headers: map[string]string{"trace": "t1"}}
+	if err := d.DeadLetter(context.Background(), m, errors.New("http 422")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := sarama.NewConsumer(brokers, saramaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	var got *sarama.ConsumerMessage
+	select {
+	case got = <-pc.Messages():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no dead letter within 30s")
+	}
+	h := map[string]string{}
+	for _, rh := range got.Headers {
+		h[string(rh.Key)] = string(rh.Value)
+	}
+	want := map[string]string{"trace": "t1", kafka.HeaderReason: "http 422", kafka.HeaderAttempts: "4",
+		kafka.HeaderID: "orders/1/42", kafka.HeaderTopic: "orders", kafka.HeaderPartition: "1",
+		kafka.HeaderOffset: "42", kafka.HeaderDelivered: "1", kafka.HeaderTime: "2026-01-02T03:04:05Z"}
+	for k, v := range want {
+		if h[k] != v {
+			t.Errorf("header %s = %q want %q", k, h[k], v)
+		}
+	}
+	if string(got.Key) != "k" || string(got.Value) != "body" {
+		t.Errorf("key/value = %q/%q want k/body", got.Key, got.Value)
+	}
+}
+
+// TestSASL: PLAIN and both SCRAM mechanisms against a kfake cluster with
+// SASL on (the SCRAM client is ours); a wrong password is refused.
+func TestSASL(t *testing.T) {
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(mech, "pacer", "s3cret"),
+				kfake.DefaultNumPartitions(1), kfake.AllowAutoTopicCreation(), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			client := kafka.Client{Brokers: c.ListenAddrs(), SASL: kafka.SASL{Mechanism: mech, User: "pacer", Password: "s3cret"}}
+			d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: client, Topic: "t"})
+			if err != nil {
+				t.Fatalf("authenticated producer: %v", err)
+			}
+			if err := d.DeadLetter(context.Background(), &pacer.Message{Value: []byte("x")}, nil); err != nil {
+				t.Fatalf("produce over %s: %v", mech, err)
+			}
+			d.Close()
+			s, err := kafka.New(kafka.Config{Client: client, Group: "g", Topics: []string{"t"}, SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got atomic.Int64
+			runSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+			waitFor(t, "the message over "+mech, func() bool { return got.Load() == 1 })
+
+			bad := client
+			bad.SASL.Password = "wrong"
+			if d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: bad, Topic: "t", Sarama: fastFail}); err == nil {
+				d.Close()
+				t.Fatalf("wrong password accepted")
+			}
+		})
+	}
+}
+
+func fastFail(sc *sarama.Config) {
+	sc.Metadata.Retry.Max = 0
+	sc.Net.DialTimeout = 2 * time.Second
+}
+
+// TestTLSVerifies: against a TLS broker, the CA file makes it work; without
+// it the certificate is refused (verification is on by default).
+func TestTLSVerifies(t *testing.T) {
+	dir := t.TempDir()
+	caFile, serverCert := selfSigned(t, dir)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(&tls.Config{Certificates: []tls.Certificate{serverCert}, MinVersion: tls.VersionTLS12}),
+		kfake.DefaultNumPartitions(1), kfake.AllowAutoTopicCreation(), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	good := kafka.Client{Brokers: c.ListenAddrs(), TLS: kafka.TLS{Enable: true, CAFile: caFile}}
+	d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: good, Topic: "t"})
+	if err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	if err := d.DeadLetter(context.Background(), &pacer.Message{Value: []byte("x")}, nil); err != nil {
+		t.Fatalf("produce over TLS: %v", err)
+	}
+	d.Close()
+	bad := kafka.Client{Brokers: c.ListenAddrs(), TLS: kafka.TLS{Enable: true}}
+	if d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: bad, Topic: "t", Sarama: fastFail}); err == nil {
+		d.Close()
+		t.Fatalf("an unknown certificate was accepted without InsecureSkipVerify")
+	}
+}
+
+func selfSigned(t *testing.T, dir string) (caFile string, cert tls.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kfake"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:              []string{"localhost"},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	caFile = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err = tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return caFile, cert
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := kafka.Config{Client: kafka.Client{Brokers: []string{"b:9092"}}, Group: "g", Topics: []string{"t"}}
+	tests := []struct {
+		name string
+		edit func(*kafka.Config)
+		bad  bool
+	}{
+		{"ok", func(*kafka.Config) {}, false},
+		{"no brokers", func(c *kafka.Config) { c.Brokers = nil }, true},
+		{"no group", func(c *kafka.Config) { c.Group = "" }, true},
+		{"no topics", func(c *kafka.Config) { c.Topics = nil }, true},
+		{"bad offset", func(c *kafka.Config) { c.InitialOffset = "middle" }, true},
+		{"bad balance", func(c *kafka.Config) { c.Balance = "cooperative-sticky" }, true},
+		{"bad version", func(c *kafka.Config) { c.Version = "x.y" }, true},
+		{"bad sasl", func(c *kafka.Config) { c.SASL.Mechanism = "GSSAPI" }, true},
+		{"sasl without user", func(c *kafka.Config) { c.SASL.Mechanism = "PLAIN" }, true},
+		{"cert without key", func(c *kafka.Config) { c.TLS.CertFile = "c.pem" }, true},
+		{"negative buffer", func(c *kafka.Config) { c.ChannelBufferSize = -1 }, true},
+		{"newest, sticky, 2.8", func(c *kafka.Config) { c.InitialOffset = kafka.OffsetNewest; c.Balance = "sticky"; c.Version = "2.8.0" }, false},
+	}
+	for _, tc := range tests {
+		c := ok
+		tc.edit(&c)
+		_, err := kafka.New(c)
+		if (err != nil) != tc.bad {
+			t.Errorf("%s: New() = %v, want error %v", tc.name, err, tc.bad)
+		}
+		if err != nil && !errors.Is(err, kafka.ErrInvalidConfig) {
+			t.Errorf("%s: error %v does not wrap ErrInvalidConfig", tc.name, err)
+		}
+	}
+}
