@@ -110,7 +110,8 @@ type LeakyPacer struct {
 
 var _ Limiter = (*LeakyPacer)(nil)
 
-// NewLeakyPacer returns a pacer whose first departure may be now.
+// NewLeakyPacer returns a pacer whose first departure may be now (with no
+// catch-up credit yet: a stall after now earns it).
 func NewLeakyPacer(cfg LeakyPacerConfig, now time.Time) (*LeakyPacer, error) {
 	if err := validateBucket(cfg.Rate, cfg.Capacity, 0); err != nil {
 		return nil, err
@@ -122,9 +123,9 @@ func NewLeakyPacer(cfg LeakyPacerConfig, now time.Time) (*LeakyPacer, error) {
 		return nil, err
 	}
 	st := newStep(cfg.Rate)
-	p := &LeakyPacer{epoch: now, st: st, room: st.mul(int64(cfg.Capacity)), slack: st.mul(int64(cfg.Slack)), cap: int64(cfg.Capacity)}
-	p.next = st.sub(inst{}, p.slack)
-	return p, nil
+	// The first departure may be now; catch-up credit (slack) accrues only
+	// from a stall, not before the first event.
+	return &LeakyPacer{epoch: now, st: st, room: st.mul(int64(cfg.Capacity)), slack: st.mul(int64(cfg.Slack)), cap: int64(cfg.Capacity)}, nil
 }
 
 func (p *LeakyPacer) clock(now time.Time) int64 {

@@ -76,34 +76,48 @@ func measure(name string, rate float64, times []time.Time) paceResult {
 }
 
 // TestPacingAccuracy paces events in real time at 1k, 10k, 50k and 100k/s
-// for ~2s each through our LeakyPacer runner, uber's Take and x/time/rate's
-// Wait, and prints a table. It sleeps and takes ~25s, so it runs only with
+// for ~2s each (peers stop after 2.5s) through our LeakyPacer runner, uber's
+// Take and x/time/rate's Wait, and prints a table. It sleeps and takes ~25s,
+// so it runs only with
 // PACER_PACING_ACCURACY=1:
 //
 //	PACER_PACING_ACCURACY=1 go test -run PacingAccuracy -v ./algorithms
+//
+// PACER_PACING_SLACK (a duration, default 5ms) sets the pacer's catch-up
+// slack: the most events released at once after a late wake-up.
 func TestPacingAccuracy(t *testing.T) {
 	if os.Getenv("PACER_PACING_ACCURACY") != "1" {
 		t.Skip("real-time pacing accuracy run: set PACER_PACING_ACCURACY=1 (takes ~25s, sleeps by design)")
 	}
 	secs := 2.0
+	slackDur := 5 * time.Millisecond
+	if v := os.Getenv("PACER_PACING_SLACK"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("PACER_PACING_SLACK: %v", err)
+		}
+		slackDur = d
+	}
 	var rows []paceResult
 	for _, rate := range []float64{1_000, 10_000, 50_000, 100_000} {
 		n := int(rate * secs)
 		times := make([]time.Time, 0, n)
 		emit := func(t time.Time) { times = append(times, t) }
 
-		// Ours: strict schedule, slack of 2ms worth of events for late wake-ups.
-		slack := max(int(rate*0.002), 1)
-		p, err := NewLeakyPacer(LeakyPacerConfig{Rate: PerSecond(rate), Capacity: 1, Slack: slack}, time.Now())
+		// Ours: a fixed schedule with a slack of max(10 events, slackDur) for
+		// late wake-ups (uber's default slack is 10 events).
+		slack := max(int(rate*slackDur.Seconds()), 10)
+		p, err := NewLeakyPacer(LeakyPacerConfig{Rate: PerSecond(rate), Capacity: 2, Slack: slack}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		paceRun(p, n, emit)
-		rows = append(rows, measure("pacer LeakyPacer (slack 2ms)", rate, times))
+		rows = append(rows, measure(fmt.Sprintf("pacer LeakyPacer (slack %d)", slack), rate, times))
 
 		times = times[:0]
 		u := ratelimit.New(int(rate))
-		for i := 0; i < n; i++ {
+		deadline := time.Now().Add(time.Duration(secs * 1.25 * float64(time.Second)))
+		for i := 0; i < n && time.Now().Before(deadline); i++ {
 			u.Take()
 			emit(time.Now())
 		}
@@ -112,7 +126,8 @@ func TestPacingAccuracy(t *testing.T) {
 		times = times[:0]
 		x := xrate.NewLimiter(xrate.Limit(rate), 10)
 		ctx := context.Background()
-		for i := 0; i < n; i++ {
+		deadline = time.Now().Add(time.Duration(secs * 1.25 * float64(time.Second)))
+		for i := 0; i < n && time.Now().Before(deadline); i++ {
 			if err := x.Wait(ctx); err != nil {
 				t.Fatal(err)
 			}

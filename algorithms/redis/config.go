@@ -110,7 +110,8 @@ type Config struct {
 	// number), parsed by go-redis's ParseURL. Used when Client is nil.
 	URL string `yaml:"url"`
 	// Client, when set, is used instead of URL (a Cluster or Ring client,
-	// say); Close does not close it.
+	// say); Close does not close it. Give it ContextTimeoutEnabled: true, or
+	// Timeout cannot cut a slow call short (New logs a warning otherwise).
 	Client goredis.UniversalClient `yaml:"-"`
 
 	// Lease is the lease window: a worker takes up to Lease worth of its

@@ -128,7 +128,13 @@ func New(cfg Config, now time.Time) (*Limiter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
 		}
+		// go-redis ignores context deadlines unless told otherwise; the
+		// Timeout (a slow Redis is a failing Redis) depends on them.
+		opt.ContextTimeoutEnabled = true
 		l.client, l.ownClient = goredis.NewClient(opt), true
+	} else if !contextTimeouts(l.client) {
+		cfg.Logger.Warn("redis limiter: the given client ignores context deadlines (go-redis ContextTimeoutEnabled is false); a slow Redis is noticed only after the client's own read timeout",
+			"limiter", cfg.Name, "timeout", cfg.Timeout)
 	}
 	if ch, ok := cfg.Hooks.(CallHooks); ok {
 		l.callHooks = ch
@@ -545,6 +551,20 @@ func (l *Limiter) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// contextTimeouts reports whether c honours context deadlines (unknown
+// client types are assumed to).
+func contextTimeouts(c goredis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *goredis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *goredis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *goredis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
 }
 
 func mapValues(m map[string]*bucket) []*bucket {

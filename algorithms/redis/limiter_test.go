@@ -2,15 +2,25 @@ package redis
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -279,6 +289,7 @@ func TestOutage(t *testing.T) {
 			}
 			opt.Addr = p.Addr()
 			opt.MaxRetries = -1
+			opt.ContextTimeoutEnabled = true
 			c := goredis.NewClient(opt)
 			t.Cleanup(func() { _ = c.Close() })
 			var logs syncBuf
@@ -367,4 +378,85 @@ func TestMiniredisRestart(t *testing.T) {
 	if !reserveWithin(l, nil, 1, 5*time.Second) {
 		t.Fatal("no admission after restart")
 	}
+}
+
+// TestSlowRedis: answers slower than Timeout count as failures (here a
+// fail-closed limiter built from a URL through a delaying proxy), and the
+// limiter comes back when Redis is fast again.
+func TestSlowRedis(t *testing.T) {
+	e := newEnv(t)
+	p := testenv.NewTCPProxy(t, e.client.Options().Addr)
+	u, err := url.Parse(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = p.Addr()
+	hooks := &recHooks{}
+	cfg := e.cfg("slow", algorithms.PerSecond(1000), 5)
+	cfg.URL, cfg.Timeout, cfg.Hooks = u.String(), 50*time.Millisecond, hooks
+	l := newLimiter(t, cfg)
+	if !reserveWithin(l, nil, 1, 5*time.Second) {
+		t.Fatal("no admission")
+	}
+	p.SetDelay(400 * time.Millisecond)
+	waitMode(t, l, ModeFailClosed, 5*time.Second)
+	p.SetDelay(0)
+	waitMode(t, l, ModeRedis, 5*time.Second)
+	if !reserveWithin(l, nil, 1, 5*time.Second) {
+		t.Fatal("no admission after Redis is fast again")
+	}
+	if got := hooks.seen(); len(got) < 2 || got[0] != ModeFailClosed || got[len(got)-1] != ModeRedis {
+		t.Fatalf("mode changes = %v", got)
+	}
+}
+
+// TestURLAuthTLSDB: a rediss:// URL with a password and a database number
+// reaches an in-process TLS miniredis that requires AUTH, and the bucket
+// lands in that database. A wrong password is a failure, handled by policy.
+func TestURLAuthTLSDB(t *testing.T) {
+	m, err := miniredis.RunTLS(selfSignedTLS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	m.RequireAuth("s3cret")
+	base := Config{Name: "tls", Rate: algorithms.PerSecond(100), Burst: 5, Timeout: time.Second, RetryInterval: 10 * time.Millisecond}
+
+	cfg := base
+	cfg.URL = "rediss://:s3cret@" + m.Addr() + "/3?skip_verify=true"
+	l := newLimiter(t, cfg)
+	if !reserveWithin(l, nil, 1, 5*time.Second) {
+		t.Fatalf("no admission over TLS with AUTH (mode %v, %+v)", l.Mode(), l.Stats())
+	}
+	if !m.DB(3).Exists("pacer:{tls}") || m.DB(0).Exists("pacer:{tls}") {
+		t.Fatalf("bucket not in db 3: db3 %v db0 %v", m.DB(3).Keys(), m.DB(0).Keys())
+	}
+
+	var logs syncBuf
+	bad := base
+	bad.URL, bad.Logger = "rediss://:wrong@"+m.Addr()+"/3?skip_verify=true", textLogger(&logs)
+	lb := newLimiter(t, bad)
+	waitMode(t, lb, ModeFailClosed, 5*time.Second)
+	if strings.Contains(logs.String(), "wrong") {
+		t.Fatalf("the password was logged: %q", logs.String())
+	}
+}
+
+func selfSignedTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 }
