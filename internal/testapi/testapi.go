@@ -99,6 +99,10 @@ type Config struct {
 	Now func() time.Time
 	// TLS starts the httptest server with TLS (New only).
 	TLS bool
+	// MaxRecords, when > 0, keeps only the latest MaxRecords accepted
+	// requests (a long-running demo server); counters still count all.
+	// PeakInWindow then sees only the kept records.
+	MaxRecords int
 }
 
 // Request is the record of one accepted request.
@@ -282,7 +286,15 @@ func (a *API) SetRate(r float64, burst int) {
 func (a *API) Accepted() []Request {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.accepted)
+	return slices.Clone(a.kept())
+}
+
+// kept is the accepted records within MaxRecords.
+func (a *API) kept() []Request {
+	if n := a.cfg.MaxRecords; n > 0 && len(a.accepted) > n {
+		return a.accepted[len(a.accepted)-n:]
+	}
+	return a.accepted
 }
 
 // Stats returns the counters.
@@ -314,8 +326,9 @@ func (a *API) Reset() {
 // half-open window [t, t+w).
 func (a *API) PeakInWindow(w time.Duration) int {
 	a.mu.Lock()
-	times := make([]time.Time, len(a.accepted))
-	for i, r := range a.accepted {
+	kept := a.kept()
+	times := make([]time.Time, len(kept))
+	for i, r := range kept {
 		times[i] = r.Time
 	}
 	a.mu.Unlock()
@@ -454,6 +467,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.keys[key]++
 	}
 	a.accepted = append(a.accepted, rec)
+	if cfg.MaxRecords > 0 && len(a.accepted) > 2*cfg.MaxRecords {
+		a.accepted = append(a.accepted[:0], a.accepted[len(a.accepted)-cfg.MaxRecords:]...)
+	}
 	n := a.stats.Accepted
 	a.mu.Unlock()
 

@@ -3,6 +3,7 @@ package testapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -267,5 +268,19 @@ func TestRejectBodyContaining(t *testing.T) {
 	}
 	if got := post(t, s, "", `{"k":"fine"}`).StatusCode; got != 200 {
 		t.Errorf("fine: %d want 200", got)
+	}
+}
+
+func TestMaxRecords(t *testing.T) {
+	s, _ := start(t, Config{MaxRecords: 3})
+	for i := range 10 {
+		post(t, s, fmt.Sprint(i), "")
+	}
+	acc := s.Accepted()
+	if len(acc) != 3 || acc[0].IdempotencyKey != "7" || acc[2].IdempotencyKey != "9" {
+		t.Errorf("Accepted = %d records, first %q", len(acc), acc[0].IdempotencyKey)
+	}
+	if st := s.Stats(); st.Accepted != 10 || st.Unique != 10 {
+		t.Errorf("Stats = %+v", st)
 	}
 }

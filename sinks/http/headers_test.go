@@ -1,7 +1,10 @@
 package httpsink
 
 import (
+	"bytes"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +131,37 @@ func FuzzParseRateLimit(f *testing.F) {
 		}
 		if !ok && (info.Limit != -1 || info.Remaining != -1 || info.Reset != 0 || info.Window != 0) {
 			t.Fatalf("ParseRateLimit(%v) = %+v with ok=false", h, info)
+		}
+	})
+}
+
+// FuzzPrepare: whatever a message holds, rendering it either succeeds or
+// fails with ErrRender or ErrHeaderInjection; it never panics, and a
+// rendered header value never carries CR or LF.
+func FuzzPrepare(f *testing.F) {
+	f.Add("id-1", []byte(`{"user":{"name":"Ann"}}`), "acme")
+	f.Add("id\r\n2", []byte(`{"user":1}`), "a\nb")
+	f.Add("", []byte("\xff\xfe"), "")
+	f.Add("x", []byte(`{"user":{"name":"A\r\nB"}}`), "t")
+	s, err := New(Config{URL: "http://127.0.0.1:1/", Body: `{"n":{{json (.Field "user.name")}},"raw":{{.Raw "user"}}}`,
+		Headers: map[string]string{"X-Name": `{{.Field "user.name"}}`, "X-Tenant": "{{.Headers.tenant}}"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, id string, value []byte, tenant string) {
+		m := &pacer.Message{ID: id, Value: value, Headers: map[string]string{"tenant": tenant}}
+		var buf bytes.Buffer
+		hdrs, err := s.prepare(m, &buf)
+		if err != nil {
+			if !errors.Is(err, ErrRender) && !errors.Is(err, ErrHeaderInjection) {
+				t.Fatalf("prepare: %v wraps neither ErrRender nor ErrHeaderInjection", err)
+			}
+			return
+		}
+		for _, h := range hdrs {
+			if strings.ContainsAny(h.value, "\r\n") {
+				t.Fatalf("header %s = %q", h.name, h.value)
+			}
 		}
 	})
 }

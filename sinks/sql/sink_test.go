@@ -534,3 +534,24 @@ func TestOverloadFeedback(t *testing.T) {
 		}
 	}
 }
+
+// FuzzArgs: argument mapping never panics; a failure always wraps ErrArg.
+func FuzzArgs(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":[1,2,{"c":true}]}}`), []byte("k"), "h")
+	f.Add([]byte("\xff"), []byte{0xfe}, "")
+	f.Add([]byte(`{"a":1e400}`), []byte(nil), "x")
+	s := &Sink{}
+	for _, spec := range []string{"id", "key", "value", "key_bytes", "value_bytes", "headers.h", "json:a.b.2.c", "json?:a.x", "json:a", "timestamp"} {
+		a, err := parseArg(spec)
+		if err != nil {
+			f.Fatal(err)
+		}
+		s.args = append(s.args, a)
+	}
+	f.Fuzz(func(t *testing.T, value, key []byte, h string) {
+		_, err := s.argsOf(&pacer.Message{ID: "x", Key: key, Value: value, Headers: map[string]string{"h": h}})
+		if err != nil && !errors.Is(err, ErrArg) {
+			t.Fatalf("argsOf: %v does not wrap ErrArg", err)
+		}
+	})
+}
