@@ -25,6 +25,7 @@ type cli struct {
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 	Validate validateCmd `cmd:"" help:"Check a config file: every problem at once, or a summary of what it will do."`
 	Run      runCmd      `cmd:"" help:"Run the worker: consume, shape, deliver. SIGTERM drains, SIGHUP reloads shaping."`
+	Demo     demoCmd     `cmd:"" help:"Zero set-up demo: in-process NATS JetStream, a rate-limited API and the real engine, with live progress, a summary and a chart."`
 	Simulate simulateCmd `cmd:"" help:"Replay an arrival trace through the configured shaper in virtual time; write a chart and a CSV."`
 
 	Testapi testapiCmd `cmd:"" hidden:"" help:"Serve a rate-limited mock API (for docker compose)."`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -101,9 +102,7 @@ type worker struct {
 
 // newWorker builds the source, sink, dead-letter writer, limiters and engine
 // described by cfg.
-func newWorker(cfg *config.Config, log *slog.Logger, stdoutW interface {
-	Write([]byte) (int, error)
-}, lookup func(string) (string, bool)) (*worker, error) {
+func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(string) (string, bool), extra ...pacer.Hook) (*worker, error) {
 	w := &worker{cfg: cfg, log: log, reg: prometheus.NewRegistry(), started: time.Now()}
 	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ok := false
@@ -155,6 +154,7 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW interface {
 		return nil, err
 	}
 	ec.Hooks = append(ec.Hooks, hooks...)
+	ec.Hooks = append(ec.Hooks, extra...)
 	eng, err := pacer.New(ec)
 	if err != nil {
 		return nil, err
@@ -278,9 +278,16 @@ func (w *worker) serveAdmin(a config.Admin, log *slog.Logger) (func(), error) {
 	if a.Listen == "" {
 		return func() {}, nil
 	}
+	stop, _, err := w.serveAdminAt(a.Listen, a.TokenEnv, log)
+	return stop, err
+}
+
+// serveAdminAt serves the admin handler on addr; PUT /rate takes its token
+// from the environment variable tokenEnv ("" or unset: off).
+func (w *worker) serveAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), string, error) {
 	token := ""
-	if a.TokenEnv != "" {
-		token = os.Getenv(a.TokenEnv)
+	if tokenEnv != "" {
+		token = os.Getenv(tokenEnv)
 	}
 	h := admin.New(admin.Config{
 		Status:   w.status,
@@ -303,9 +310,9 @@ func (w *worker) serveAdmin(a config.Admin, log *slog.Logger) (func(), error) {
 		},
 		Logger: log,
 	})
-	ln, err := net.Listen("tcp", a.Listen)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -318,7 +325,7 @@ func (w *worker) serveAdmin(a config.Admin, log *slog.Logger) (func(), error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-	}, nil
+	}, ln.Addr().String(), nil
 }
 
 // errRecord is one remembered warning or error.

@@ -71,28 +71,34 @@ type SASL struct {
 type NATS struct {
 	URL    string `yaml:"url" json:"url"`
 	Stream string `yaml:"stream" json:"stream"`
-	// Subjects filter the stream (empty: all of it).
-	Subjects []string `yaml:"subjects" json:"subjects"`
+	// FilterSubject restricts the consumer to matching subjects, e.g.
+	// "orders.>" (empty: the whole stream).
+	FilterSubject string `yaml:"filter_subject" json:"filter_subject"`
 	// Consumer is the durable consumer name; workers sharing it share work.
 	Consumer string `yaml:"consumer" json:"consumer"`
+	// CreateConsumer creates the durable consumer if it does not exist
+	// (default true).
+	CreateConsumer bool `yaml:"create_consumer" json:"create_consumer"`
+	// DeliverPolicy, for a created consumer: "all" (default) or "new".
+	DeliverPolicy string `yaml:"deliver_policy" json:"deliver_policy"`
 	// AckWait is how long JetStream waits for an ack before redelivering.
 	AckWait Duration `yaml:"ack_wait" json:"ack_wait"`
 	// MaxDeliver caps redeliveries (0: JetStream's default, unlimited).
 	MaxDeliver int `yaml:"max_deliver" json:"max_deliver"`
-	// FetchBatch is how many messages one pull asks for.
+	// FetchBatch is the most messages one pull asks for.
 	FetchBatch int      `yaml:"fetch_batch" json:"fetch_batch"`
 	TLS        TLS      `yaml:"tls" json:"tls"`
 	Auth       NATSAuth `yaml:"auth" json:"auth"`
 }
 
 // NATSAuth is NATS authentication; set at most one of token, user/password,
-// creds_file, nkey_file.
+// creds_file, nkey_seed_file.
 type NATSAuth struct {
-	Token     Secret `yaml:"token" json:"token"`
-	User      string `yaml:"user" json:"user"`
-	Password  Secret `yaml:"password" json:"password"`
-	CredsFile string `yaml:"creds_file" json:"creds_file"`
-	NKeyFile  string `yaml:"nkey_file" json:"nkey_file"`
+	Token        Secret `yaml:"token" json:"token"`
+	User         string `yaml:"user" json:"user"`
+	Password     Secret `yaml:"password" json:"password"`
+	CredsFile    string `yaml:"creds_file" json:"creds_file"`
+	NKeySeedFile string `yaml:"nkey_seed_file" json:"nkey_seed_file"`
 }
 
 // TLS configures a client TLS connection.
@@ -242,7 +248,7 @@ type SQL struct {
 
 // Stdout prints messages, for trying things out.
 type Stdout struct {
-	// Format: "json" (default) or "raw" (the value only).
+	// Format: "json" (one JSON object per line; the only format so far).
 	Format string `yaml:"format" json:"format"`
 }
 
@@ -309,9 +315,11 @@ func Default() Config {
 			},
 			NATS: NATS{
 				URL:        "nats://127.0.0.1:4222",
-				Consumer:   "pacer",
-				AckWait:    Duration(30 * time.Second),
-				FetchBatch: 64,
+				Consumer:       "pacer",
+				CreateConsumer: true,
+				DeliverPolicy:  "all",
+				AckWait:        Duration(30 * time.Second),
+				FetchBatch:     32,
 			},
 		},
 		Shaping: Shaping{

@@ -169,7 +169,7 @@ func TestEveryProblemAtOnce(t *testing.T) {
   nats:
     url: nats://127.0.0.1:4222
     stream: ORDERS
-    sbjects: [orders.>]
+    filter_subjet: orders.>
 shaping:
   rate: 100/s
   burst: abc
@@ -193,7 +193,7 @@ bogus: 1
 		path string
 		msg  string
 	}{
-		{6, "source.nats.sbjects", `unknown field "sbjects" (did you mean "subjects"?)`},
+		{6, "source.nats.filter_subjet", `unknown field "filter_subjet" (did you mean "filter_subject"?)`},
 		{9, "shaping.burst", `want an integer, got "abc"`},
 		{10, "shaping.peak", "peak 50/s is below rate 100/s"},
 		{14, "shaping.quotas[1].limit", `want a rate such as 100/s, 6000/m or 1M/day, got "nope"`},

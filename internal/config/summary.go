@@ -35,8 +35,8 @@ func (c *Config) Summary() string {
 	case "nats":
 		n := c.Source.NATS
 		fmt.Fprintf(&b, "Consume JetStream stream %q", n.Stream)
-		if len(n.Subjects) > 0 {
-			fmt.Fprintf(&b, " (subjects %s)", strings.Join(n.Subjects, ", "))
+		if n.FilterSubject != "" {
+			fmt.Fprintf(&b, " (subjects %s)", n.FilterSubject)
 		}
 		fmt.Fprintf(&b, " from %s with durable consumer %q", n.URL, n.Consumer)
 		if n.TLS.Enabled {

@@ -130,6 +130,7 @@ func (v *validator) source() {
 			v.add("source.nats.consumer", "missing: the durable consumer name")
 		}
 		v.positive("source.nats.fetch_batch", n.FetchBatch)
+		v.oneOf("source.nats.deliver_policy", n.DeliverPolicy, "all", "new")
 		if n.MaxDeliver < 0 {
 			v.add("source.nats.max_deliver", "must be >= 0")
 		}
@@ -151,11 +152,11 @@ func (v *validator) source() {
 		if a.CredsFile != "" {
 			methods++
 		}
-		if a.NKeyFile != "" {
+		if a.NKeySeedFile != "" {
 			methods++
 		}
 		if methods > 1 {
-			v.add("source.nats.auth", "set only one of token, user/password, creds_file, nkey_file")
+			v.add("source.nats.auth", "set only one of token, user/password, creds_file, nkey_seed_file")
 		}
 	}
 }
@@ -308,7 +309,7 @@ func (v *validator) sink() {
 			v.add("sink.sql.max_conns", "must be >= 0")
 		}
 	case "stdout":
-		v.oneOf("sink.stdout.format", s.Stdout.Format, "json", "raw")
+		v.oneOf("sink.stdout.format", s.Stdout.Format, "json")
 	}
 }
 

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// TestDemo runs `pacer demo` as the README does, shortened.
+func TestDemo(t *testing.T) {
+	chart := t.TempDir() + "/demo.png"
+	r := runBin(t, nil, "demo", "--duration", "4s", "--chart", chart, "--admin", "")
+	if r.code != 0 && strings.Contains(r.stderr, "not yet available") {
+		t.Skipf("the engine does not support this shaping yet: %s", strings.TrimSpace(r.stderr))
+	}
+	if r.code != 0 {
+		t.Fatalf("demo = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"│ lost", "│ 0 ", "envelope respected", "yes (most admitted", "chart: "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// Not a terminal: plain progress lines.
+	if !strings.Contains(r.stdout, "delivered ") {
+		t.Errorf("no progress lines:\n%s", r.stdout)
+	}
+	if st, err := os.Stat(chart); err != nil || st.Size() < 1000 {
+		t.Errorf("chart: %v", err)
+	}
+	if r := runBin(t, nil, "demo", "--rate", "fast"); r.code != 2 {
+		t.Errorf("demo --rate fast = %d want 2 (%s)", r.code, r.stderr)
+	}
+}
+
+// setupNATS returns a NATS URL with a fresh stream holding n messages.
+func setupNATS(t *testing.T, n int) (url, stream string, js jetstream.JetStream) {
+	t.Helper()
+	url = testenv.NATS(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err = jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream = testenv.UniqueName(t, "S")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{stream + ".>"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), stream) })
+	for i := range n {
+		if _, err := js.Publish(ctx, stream+".orders", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url, stream, js
+}
+
+func runConfig(url, stream, api, admin, rate string) string {
+	return fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+    consumer: pacer
+shaping:
+  rate: %s
+  burst: 20
+  queue_size: 50
+  max_in_flight: 4
+sink:
+  type: http
+  http:
+    url: %s/orders
+admin:
+  listen: %s
+drain_timeout: 5s
+log:
+  level: debug
+`, url, stream, rate, api, admin)
+}
+
+// TestRunDeliversReloadsAndDrains: `pacer run` against a real NATS and the
+// test API delivers everything inside the envelope, SIGHUP reloads the rate
+// (visible in /status), a bad reload keeps the old settings, and SIGTERM
+// stops cleanly with exit 0.
+func TestRunDeliversReloadsAndDrains(t *testing.T) {
+	const n = 300
+	url, stream, _ := setupNATS(t, n)
+	api := testapi.New(testapi.Config{Rate: 1000})
+	t.Cleanup(api.Close)
+	addr := freeAddr(t)
+	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "200/s"))
+	p := start(t, nil, "run", "-c", cfgPath)
+
+	var st map[string]any
+	eventually(t, 30*time.Second, "all messages delivered", func() bool {
+		var err error
+		st, err = getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == n
+	})
+	stats := api.Stats()
+	if stats.Unique != n || stats.Throttled != 0 {
+		t.Errorf("API stats %+v, want %d unique and no 429", stats, n)
+	}
+	var times []time.Time
+	for _, r := range api.Accepted() {
+		times = append(times, r.Time)
+	}
+	// Envelope, seen by the API: rate 200/s, burst 20 -> at most 220 in 1s
+	// (+1 for network jitter between admission and arrival).
+	if got := maxInWindow(times, time.Second); got > 221 {
+		t.Errorf("API saw %d requests in one second, envelope allows 220", got)
+	}
+	if got := st["configured"].(map[string]any)["rate"]; got != "200/s" {
+		t.Errorf("configured rate = %v want 200/s", got)
+	}
+
+	// SIGHUP with a new rate.
+	if err := os.WriteFile(cfgPath, []byte(runConfig(url, stream, api.URL(), addr, "50/s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "reloaded rate in /status", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "configured_rate_per_second") == 50 && num(st, "reloads") == 1
+	})
+	// A bad reload keeps the settings and says why.
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(runConfig(url, stream, api.URL(), addr, "50/s"), "burst: 20", "burst: many", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "bad reload logged", func() bool { return strings.Contains(p.logs(), "reload failed; keeping the current settings") })
+	st, _ = getStatus(addr)
+	if num(st, "engine", "configured_rate_per_second") != 50 || num(st, "reloads") != 1 {
+		t.Errorf("after a bad reload: %v", st)
+	}
+	if errs, _ := st["last_errors"].([]any); len(errs) == 0 {
+		t.Errorf("last_errors empty after a bad reload")
+	}
+
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d want 0", code)
+	}
+	if !strings.Contains(p.logs(), "stopped cleanly") {
+		t.Errorf("no clean-stop log")
+	}
+}
+
+// TestRunDrainLeavesRestForRedelivery: SIGTERM while a backlog waits stops
+// promptly; what was not delivered stays in the stream (not acked), and a
+// second run delivers it: nothing lost.
+func TestRunDrainLeavesRestForRedelivery(t *testing.T) {
+	const n = 200
+	url, stream, js := setupNATS(t, n)
+	api := testapi.New(testapi.Config{Rate: 1000})
+	t.Cleanup(api.Close)
+	addr := freeAddr(t)
+	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "40/s"))
+	p := start(t, nil, "run", "-c", cfgPath)
+	eventually(t, 20*time.Second, "some deliveries", func() bool { return api.Stats().Unique >= 30 })
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit after SIGTERM = %d want 0\n%s", code, p.logs())
+	}
+	first := api.Stats().Unique
+	if first >= n {
+		t.Fatalf("everything (%d) was delivered before SIGTERM; the test needs a backlog", first)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, stream, "pacer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := int(info.NumPending) + info.NumAckPending; left < n-first {
+		t.Errorf("after the drain %d delivered and %d left in the stream: %d lost", first, left, n-first-left)
+	}
+	// A second worker picks up the rest.
+	p2 := start(t, nil, "run", "-c", cfgPath)
+	eventually(t, 30*time.Second, "the rest delivered", func() bool { return api.Stats().Unique == n })
+	_ = p2.cmd.Process.Signal(syscall.SIGINT)
+	if code := p2.wait(t, 20*time.Second); code != 0 {
+		t.Errorf("second run exit = %d", code)
+	}
+}
+
+func TestRunBadConfigAndRuntimeFailure(t *testing.T) {
+	bad := writeFile(t, "bad.yaml", "source:\n  type: nats\nshaping:\n  rate: 1/s\n  burts: 3\nsink:\n  type: stdout\n")
+	r := runBin(t, nil, "run", "-c", bad)
+	if r.code != 2 || !strings.Contains(r.stderr, ":5: shaping.burts: unknown field") {
+		t.Errorf("run with a bad config = %d\n%s", r.code, r.stderr)
+	}
+	// A sink that cannot be built (unwritable dead-letter file) is a runtime
+	// failure: exit 1.
+	dir := t.TempDir()
+	cfg := writeFile(t, "dl.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: nats://127.0.0.1:1
+    stream: S
+shaping:
+  rate: 1/s
+sink:
+  type: stdout
+dead_letter:
+  type: file
+  path: %s/no/such/dir/dead.jsonl
+admin:
+  listen: ""
+`, dir))
+	r = runBin(t, nil, "run", "-c", cfg)
+	if r.code != 1 {
+		t.Errorf("run with an unusable dead-letter path = %d want 1\n%s", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/pacer"
+	natssrc "github.com/pacer-dev/pacer/sources/nats"
+)
+
+func natsConn(n config.NATS) natssrc.Conn {
+	return natssrc.Conn{
+		URL:          n.URL,
+		CredsFile:    n.Auth.CredsFile,
+		NKeySeedFile: n.Auth.NKeySeedFile,
+		User:         n.Auth.User,
+		Password:     n.Auth.Password.Reveal(),
+		Token:        n.Auth.Token.Reveal(),
+		TLS: natssrc.TLS{Enable: n.TLS.Enabled, CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile,
+			ServerName: n.TLS.ServerName, InsecureSkipVerify: n.TLS.InsecureSkipVerify},
+	}
+}
+
+// buildNATSSource builds the JetStream source (and a subject dead-letter
+// publisher when configured).
+func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Source, pacer.DeadLetterer, error) {
+	n := cfg.Source.NATS
+	src, err := natssrc.New(natssrc.Config{
+		Conn:          natsConn(n),
+		Stream:        n.Stream,
+		Consumer:      n.Consumer,
+		FilterSubject: n.FilterSubject,
+		Create:        n.CreateConsumer,
+		AckWait:       n.AckWait.D(),
+		MaxAckPending: cfg.Shaping.QueueSize + cfg.Shaping.MaxInFlight + n.FetchBatch,
+		MaxDeliver:    n.MaxDeliver,
+		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
+		Batch:         n.FetchBatch,
+		Logger:        log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	cl.add(src.Close)
+	var dl pacer.DeadLetterer
+	if cfg.DeadLetter.Type == "subject" {
+		d, err := natssrc.NewDeadLetter(natssrc.DeadLetterConfig{Conn: natsConn(n), Subject: cfg.DeadLetter.Subject, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("dead_letter: %w", err)
+		}
+		cl.add(d.Close)
+		dl = d
+	}
+	return src, dl, nil
+}
