@@ -314,7 +314,7 @@ func Default() Config {
 				InitialOffset: "oldest",
 			},
 			NATS: NATS{
-				URL:        "nats://127.0.0.1:4222",
+				URL:            "nats://127.0.0.1:4222",
 				Consumer:       "pacer",
 				CreateConsumer: true,
 				DeliverPolicy:  "all",
