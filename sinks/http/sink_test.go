@@ -2,9 +2,16 @@ package httpsink
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -419,5 +426,51 @@ func TestTLS(t *testing.T) {
 		if r, _ := deliver1(s, msg("m", "{}")); r.Outcome != tt.want {
 			t.Errorf("%s: %v (%v) want %v", tt.name, r.Outcome, r.Err, tt.want)
 		}
+	}
+}
+
+func TestMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	// A self-signed client certificate the server trusts.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pacer-client"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, _ := x509.ParseCertificate(der)
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")
+	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCert)
+	api := testapi.NewHandler(testapi.Config{})
+	srv := httptest.NewUnstartedServer(api)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(dir, "ca.pem")
+	_ = os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+
+	without := newSink(t, Config{URL: srv.URL, TLS: TLSConfig{CAFile: ca}})
+	if r, _ := deliver1(without, msg("m", "{}")); r.Outcome != pacer.Retry {
+		t.Errorf("without a client certificate: %v (%v) want Retry", r.Outcome, r.Err)
+	}
+	with := newSink(t, Config{URL: srv.URL, TLS: TLSConfig{CAFile: ca, CertFile: certFile, KeyFile: keyFile}})
+	if r, _ := deliver1(with, msg("m", "{}")); r.Outcome != pacer.Delivered {
+		t.Errorf("with a client certificate: %v (%v)", r.Outcome, r.Err)
+	}
+	if n := api.Stats().Accepted; n != 1 {
+		t.Errorf("accepted %d want 1", n)
 	}
 }
