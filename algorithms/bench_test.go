@@ -202,5 +202,13 @@ func TestZeroAllocs(t *testing.T) {
 		if allocs != 0 && c.name != "x-time-rate-AllowN" {
 			t.Errorf("%s: %v allocs per decision, want 0", c.name, allocs)
 		}
+		// Idle gaps between decisions take other paths (refill, resync).
+		allocs = testing.AllocsPerRun(50, func() {
+			now = now.Add(time.Second)
+			f(now)
+		})
+		if allocs != 0 && c.name != "x-time-rate-AllowN" {
+			t.Errorf("%s after idle: %v allocs per decision, want 0", c.name, allocs)
+		}
 	}
 }

@@ -112,8 +112,7 @@ func (c *core) cancel(t, n int64) {
 
 func (c *core) tokens(t int64) float64 {
 	debt := c.st.sub(c.base(t), inst{ns: t})
-	f, _ := c.st.rat(debt).Float64()
-	return float64(c.burst) - f/c.st.float()
+	return float64(c.burst) - debt.float(c.st)/c.st.float()
 }
 
 // setRate changes the cost per permit keeping the current permit count:

@@ -100,6 +100,12 @@ func maxInst(a, b inst) inst {
 	return a
 }
 
+// float returns the span in ns as a float64, without allocating (display
+// and the warm-up ramp only; never accumulated).
+func (a inst) float(s step) float64 {
+	return float64(a.ns) + float64(a.frac)/float64(s.den)
+}
+
 // ceil rounds up to a whole nanosecond.
 func (a inst) ceil() int64 {
 	if a.frac > 0 {

@@ -111,7 +111,7 @@ func (w *WarmUp) storedCost(stored, k float64) float64 {
 
 func (w *WarmUp) resync(t int64) {
 	if tt := (inst{ns: t}); w.next.less(tt) {
-		gap, _ := w.st.rat(w.st.sub(tt, w.next)).Float64()
+		gap := w.st.sub(tt, w.next).float(w.st)
 		w.stored = math.Min(w.maxP, w.stored+gap/w.cool)
 		w.next = tt
 	}
