@@ -180,7 +180,7 @@ func TestTokenBucketConfigErrors(t *testing.T) {
 }
 
 // TestTokenBucketEnvelope: random arrivals, random n, with and without
-// borrowing; every interval carries at most r*(t2-t1)+b, and no grant waits
+// borrowing and expiry; every interval carries at most r*(t2-t1)+b, and no grant waits
 // beyond MaxWait.
 func TestTokenBucketEnvelope(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -189,7 +189,11 @@ func TestTokenBucketEnvelope(t *testing.T) {
 		r := mustRate(t, rates[rng.IntN(len(rates))])
 		burst := 1 + rng.IntN(5)
 		maxWait := time.Duration(rng.IntN(3)) * r.Interval() * time.Duration(rng.IntN(4))
-		tb := newTB(t, TokenBucketConfig{Rate: r, Burst: burst, MaxWait: maxWait, StartEmpty: rng.IntN(2) == 0})
+		var expiry time.Duration
+		if rng.IntN(3) == 0 {
+			expiry = r.Interval() + 1 + time.Duration(rng.Int64N(int64(time.Duration(burst)*r.Interval())))
+		}
+		tb := newTB(t, TokenBucketConfig{Rate: r, Burst: burst, MaxWait: maxWait, StartEmpty: rng.IntN(2) == 0, Expiry: expiry})
 		var uses []use
 		now := time.Duration(0)
 		for i := 0; i < 300; i++ {
