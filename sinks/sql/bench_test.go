@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -117,4 +119,41 @@ func BenchmarkPeerDatabaseSQL(b *testing.B) {
 			b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "rows/s")
 		})
 	}
+}
+
+// BenchmarkPeerPgxBatch is the PostgreSQL ceiling for this statement: a bare
+// pgx connection sending 100 inserts as one pgx.Batch in a transaction.
+func BenchmarkPeerPgxBatch(b *testing.B) {
+	ds, ok := benchDownstreams(b)["postgres"]
+	if !ok {
+		b.Skip("PACER_TEST_POSTGRES_DSN is unset")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, ds.dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	st, _ := ExampleStatement(Postgres, ds.table)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		msgs := benchBatch(100)
+		b.StartTimer()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := &pgx.Batch{}
+		for _, m := range msgs {
+			batch.Queue(st, m.ID, string(m.Key), string(m.Value), m.Topic, int64(m.Partition), m.Offset)
+		}
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "rows/s")
 }
