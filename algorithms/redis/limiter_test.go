@@ -460,3 +460,35 @@ func selfSignedTLS(t *testing.T) *tls.Config {
 	}
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 }
+
+// TestClusterClient runs the limiter through a go-redis ClusterClient (a
+// redis.UniversalClient) against miniredis acting as a one-node cluster:
+// EVALSHA is routed by the key's hash tag; shared and per-key buckets work.
+// Every bucket is one key, and its hash tag {name} or {name:key} pins it to
+// one slot, so the script never crosses slots.
+func TestClusterClient(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{m.Addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	l := newLimiter(t, Config{Name: "cl", Client: c, Rate: algorithms.PerSecond(100), Burst: 10})
+	if !reserveWithin(l, nil, 1, 5*time.Second) {
+		t.Fatalf("no admission through a ClusterClient: %+v", l.Stats())
+	}
+	if !reserveWithin(l, []byte("tenant"), 1, 5*time.Second) {
+		t.Fatalf("no per-key admission through a ClusterClient: %+v", l.Stats())
+	}
+	ctx := context.Background()
+	for _, k := range []string{"pacer:{cl}", "pacer:{cl:tenant}"} {
+		if !m.Exists(k) {
+			t.Errorf("key %s missing; keys %v", k, m.Keys())
+		}
+		slot, err := c.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag := k[strings.Index(k, "{")+1 : strings.Index(k, "}")]
+		if want, _ := c.ClusterKeySlot(ctx, tag).Result(); slot != want {
+			t.Errorf("slot(%s) = %d want slot(%s) = %d", k, slot, tag, want)
+		}
+	}
+}
