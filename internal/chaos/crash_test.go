@@ -1,0 +1,103 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// Scenario 1: SIGKILL the worker at random moments and restart it. Every
+// published message reaches the API, and the repeats are bounded per crash.
+
+const (
+	crashMessages = 10000
+	crashKills    = 5
+	crashRate     = 1000 // per second
+	crashBurst    = 100
+	crashQueue    = 200
+	crashInFlight = 8
+)
+
+var crashShaping = `rate: 1000/s
+burst: 100
+queue_size: 200
+max_in_flight: 8`
+
+// crashLoop starts the worker, SIGKILLs it at a random moment after it has
+// delivered something (kills times), restarts it, and finally lets it finish
+// all n messages. It returns the kill times relative to the start.
+func crashLoop(t *testing.T, api *testapi.Server, cfgPath string, n, kills int, seedv uint64) (recoveries []time.Duration) {
+	t.Helper()
+	rnd := seed(t, seedv)
+	for k := range kills {
+		w := startWorker(t, cfgPath, "")
+		before := count(api.Accepted()).unique
+		restarted := time.Now()
+		// Wait for the restarted worker to make progress, then kill it at a
+		// random moment 0-800ms later.
+		eventually(t, 60*time.Second, "progress after a restart", func() bool {
+			return count(api.Accepted()).unique > before || before >= n
+		})
+		recoveries = append(recoveries, time.Since(restarted))
+		time.Sleep(time.Duration(rnd.IntN(800)) * time.Millisecond)
+		w.kill()
+		tl := count(api.Accepted())
+		t.Logf("kill %d: unique %d/%d, repeats so far %d", k+1, tl.unique, n, tl.dups)
+		if tl.unique >= n {
+			t.Logf("all delivered before kill %d; fewer kills than asked", k+1)
+			break
+		}
+	}
+	w := startWorker(t, cfgPath, "")
+	eventually(t, 120*time.Second, "every message accepted after the last restart", func() bool {
+		return count(api.Accepted()).unique >= n
+	})
+	if code := w.stop(t); code != 0 {
+		t.Errorf("final SIGTERM: exit %d want 0", code)
+	}
+	return recoveries
+}
+
+func checkCrashOutcome(t *testing.T, api *testapi.Server, n, kills, bound int) {
+	t.Helper()
+	tl := count(api.Accepted())
+	if tl.unique != n {
+		t.Errorf("unique messages accepted = %d want %d (missing e.g. %v)", tl.unique, n, tl.missing(n))
+	}
+	if tl.dups > kills*bound {
+		t.Errorf("%d repeats after %d kills; bound %d per kill = %d", tl.dups, kills, bound, kills*bound)
+	}
+	t.Logf("RESULT messages=%d kills=%d unique=%d repeats=%d (bound %d per kill)", n, kills, tl.unique, tl.dups, bound)
+}
+
+// TestCrashNATS: JetStream acks each message after the API accepted it, so a
+// kill repeats at most what was in flight plus acks not yet written to the
+// socket (at most one fetch batch): bound = max_in_flight + fetch_batch.
+func TestCrashNATS(t *testing.T) {
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	publishNATS(t, js, stream+".in", 0, crashMessages)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", crashShaping, ""))
+	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 1)
+	t.Logf("time to first delivery after each restart: %v", rec)
+	checkCrashOutcome(t, api, crashMessages, crashKills, crashInFlight+50)
+}
+
+// TestCrashKafka: offsets are committed every commit interval (1s) through a
+// per-partition watermark, so a kill repeats at most what was accepted since
+// the last commit: rate x 1s + burst (the bucket starts full) + max_in_flight.
+func TestCrashKafka(t *testing.T) {
+	k := testenv.StartKafka(t)
+	topic := testenv.UniqueName(t, "crash")
+	produceKafka(t, k.Brokers(), topic, 0, crashMessages)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	cfg := writeFile(t, "kafka.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", crashShaping, ""))
+	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 2)
+	t.Logf("time to first delivery after each restart (includes the group's session timeout): %v", rec)
+	checkCrashOutcome(t, api, crashMessages, crashKills, crashRate*1+crashBurst+crashInFlight)
+}

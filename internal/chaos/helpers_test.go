@@ -1,0 +1,441 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// pacerBin is the pacer binary, built once by TestMain.
+var pacerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pacer-chaos-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pacerBin = filepath.Join(dir, "pacer")
+	build := exec.Command("go", "build", "-o", pacerBin, "github.com/pacer-dev/pacer/cmd/pacer")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos: building pacer:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// seed returns the scenario's random seed: PACER_CHAOS_SEED when set (to
+// replay a failure), else a fixed per-test value. It is logged.
+func seed(t *testing.T, def uint64) *rand.Rand {
+	t.Helper()
+	s := def
+	if v := os.Getenv("PACER_CHAOS_SEED"); v != "" {
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			s = n
+		}
+	}
+	t.Logf("seed %d (replay with PACER_CHAOS_SEED=%d)", s, s)
+	return rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+}
+
+// full reports whether PACER_CHAOS_FULL asks for full-size runs.
+func full() bool { return os.Getenv("PACER_CHAOS_FULL") != "" }
+
+// worker is one pacer subprocess.
+type worker struct {
+	cmd   *exec.Cmd
+	admin string
+	done  chan struct{}
+	code  int
+
+	mu  sync.Mutex
+	out bytes.Buffer // stdout and stderr together
+}
+
+func (w *worker) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Write(b)
+}
+
+// logs is everything the worker printed so far.
+func (w *worker) logs() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.String()
+}
+
+// startWorker runs `pacer run -c cfgPath` with the admin listener on admin.
+func startWorker(t *testing.T, cfgPath, admin string, env ...string) *worker {
+	t.Helper()
+	w := &worker{cmd: exec.Command(pacerBin, "run", "-c", cfgPath), admin: admin, done: make(chan struct{})}
+	w.cmd.Env = append(os.Environ(), env...)
+	w.cmd.Stdout, w.cmd.Stderr = w, w
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := w.cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok {
+			w.code = ee.ExitCode()
+		}
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		w.kill()
+		if t.Failed() {
+			t.Logf("pacer (pid %d) output, last 4000 bytes:\n%s", w.cmd.Process.Pid, tail(w.logs(), 4000))
+		}
+	})
+	return w
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// exited reports whether the process has ended.
+func (w *worker) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends SIGKILL and waits for the process to end.
+func (w *worker) kill() {
+	if !w.exited() {
+		_ = w.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-w.done
+}
+
+// stop sends SIGTERM and waits (bounded) for a clean exit.
+func (w *worker) stop(t *testing.T) int {
+	t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+		return w.code
+	case <-time.After(60 * time.Second):
+		t.Fatalf("pacer did not stop within 60s of SIGTERM")
+		return -1
+	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes, 0 if unknown
+// (the process ended, or no /proc).
+func (w *worker) peakRSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// status is the part of /status the suite reads.
+type status struct {
+	Engine pacer.Status `json:"engine"`
+}
+
+var statusClient = &http.Client{Timeout: 2 * time.Second}
+
+// status reads /status; ok is false while the listener is not up.
+func (w *worker) status() (status, bool) {
+	var st status
+	res, err := statusClient.Get("http://" + w.admin + "/status")
+	if err != nil {
+		return st, false
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return st, false
+	}
+	return st, json.NewDecoder(res.Body).Decode(&st) == nil
+}
+
+// eventually polls cond every 50ms until it holds or d passes (a liveness
+// bound, not a timing assertion).
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freeAddr is a free 127.0.0.1 host:port.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	p, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// body is the JSON value of message n; seq parses it back.
+func body(n int) []byte { return fmt.Appendf(nil, `{"n":%d}`, n) }
+
+func seq(b []byte) (int, bool) {
+	var v struct {
+		N *int `json:"n"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.N == nil {
+		return 0, false
+	}
+	return *v.N, true
+}
+
+// tally counts, from the API's record, how many distinct messages (by the
+// body's sequence number) were accepted and how many acceptances were
+// repeats.
+type tally struct {
+	accepted, unique, dups int
+	seen                   map[int]int
+	times                  []time.Time
+}
+
+func count(recs []testapi.Request) tally {
+	tl := tally{seen: map[int]int{}}
+	for _, r := range recs {
+		n, ok := seq(r.Body)
+		if !ok {
+			continue
+		}
+		tl.accepted++
+		tl.seen[n]++
+		tl.times = append(tl.times, r.Time)
+	}
+	tl.unique = len(tl.seen)
+	tl.dups = tl.accepted - tl.unique
+	return tl
+}
+
+// missing lists up to 10 sequence numbers in [0,n) the API never accepted.
+func (tl tally) missing(n int) []int {
+	var out []int
+	for i := range n {
+		if tl.seen[i] == 0 {
+			out = append(out, i)
+			if len(out) == 10 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// --- NATS ---
+
+// natsStream creates a fresh stream (subjects NAME.>) on url and returns a
+// JetStream handle; the stream is deleted in t.Cleanup.
+func natsStream(t *testing.T, url string) (jetstream.JetStream, string) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := testenv.UniqueName(t, "S")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{stream + ".>"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = js.DeleteStream(ctx, stream)
+	})
+	return js, stream
+}
+
+// publishNATS publishes bodies from..to-1 to subject with async publishes,
+// a window at a time.
+func publishNATS(t *testing.T, js jetstream.JetStream, subject string, from, to int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const window = 4096
+	for lo := from; lo < to; lo += window {
+		hi := min(lo+window, to)
+		futs := make([]jetstream.PubAckFuture, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			f, err := js.PublishAsync(subject, body(i))
+			if err != nil {
+				t.Fatalf("publish %d: %v", i, err)
+			}
+			futs = append(futs, f)
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			t.Fatalf("publishing: %v", ctx.Err())
+		}
+		for _, f := range futs {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				t.Fatalf("publish: %v", err)
+			}
+		}
+	}
+}
+
+// natsConfig is a worker config for a JetStream source delivering to api.
+func natsConfig(url, stream, api, admin, shaping string, extra string) string {
+	return fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+    consumer: pacer
+    ack_wait: 2s
+    fetch_batch: 50
+shaping:
+%s
+sink:
+  type: http
+  http:
+    url: %s/chaos
+    timeout: 5s
+retry:
+  max_attempts: 0
+  initial_backoff: 50ms
+  max_backoff: 500ms
+admin:
+  listen: %s
+drain_timeout: 5s
+log:
+  level: info
+%s`, url, stream, indent(shaping), api, admin, extra)
+}
+
+// --- Kafka ---
+
+// produceKafka writes bodies from..to-1 to topic (auto-created with
+// testenv.KafkaPartitions partitions), keyed by n so they spread.
+func produceKafka(t *testing.T, brokers []string, topic string, from, to int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.AllowAutoTopicCreation(),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := from; i < to; i++ {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: body(i)}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		t.Fatalf("produce: %v", first)
+	}
+}
+
+// kafkaConfig is a worker config for a Kafka source delivering to api.
+func kafkaConfig(brokers []string, topic, group, api, admin, shaping, extra string) string {
+	return fmt.Sprintf(`source:
+  type: kafka
+  kafka:
+    brokers: [%s]
+    topics: [%s]
+    group: %s
+    initial_offset: oldest
+shaping:
+%s
+sink:
+  type: http
+  http:
+    url: %s/chaos
+    timeout: 5s
+retry:
+  max_attempts: 0
+  initial_backoff: 50ms
+  max_backoff: 500ms
+admin:
+  listen: %s
+drain_timeout: 5s
+log:
+  level: info
+%s`, strings.Join(brokers, ", "), topic, group, indent(shaping), api, admin, extra)
+}
+
+// indent puts two spaces before every line of a YAML fragment written
+// flush left (nested lines keep their own extra indentation).
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.Trim(s, "\n"), "\n") {
+		b.WriteString("  " + l + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+var _ = io.Discard
