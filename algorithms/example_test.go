@@ -44,7 +44,7 @@ func ExampleTokenBucket() {
 	// 333.333334ms true
 	// 666.666667ms true
 	// 1s true
-	// 333.333333ms false
+	// 333.333334ms false
 }
 
 // Several limits at once: a refusal by one consumes nothing from the others.
