@@ -2,7 +2,8 @@
 // client would: one request per message (or one JSON array per batch), an
 // Idempotency-Key from the message ID so redelivery is safe, every answer
 // classified (2xx delivered; 408, 425, 429, 5xx, timeouts and connection
-// errors retried; other 4xx rejected for good), Retry-After honoured in both
+// errors retried; other 4xx, and 3xx since redirects are never followed,
+// rejected for good), Retry-After honoured in both
 // forms, and the rate-limit headers the API sends parsed into Feedback for
 // the adaptive rate controller.
 //
@@ -88,7 +89,10 @@ type Config struct {
 	// Batch sends all messages of a Deliver call as one request whose body
 	// is a JSON array of the rendered bodies (a body that is not JSON is
 	// sent as a JSON string). The idempotency key is then a digest of the
-	// batch's message IDs.
+	// batch's message IDs (the ID itself for a batch of one), and templated
+	// headers are rendered from the batch's first message. The batch
+	// succeeds or fails as a whole; a message that cannot be rendered is
+	// rejected alone and left out of the request.
 	Batch bool `yaml:"batch"`
 	// SuccessPath, if set, is a gjson path that must exist and not be
 	// false/null in a 2xx response body; otherwise the result is a Reject

@@ -555,3 +555,46 @@ func FuzzArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestPostgresConnectionLoss: the server kills the sink's connections (as a
+// failover or restart would); the next delivery is retried or transparently
+// reconnected, never rejected, and the one after that goes through.
+func TestPostgresConnectionLoss(t *testing.T) {
+	ds := postgresDownstream(t)
+	app := uniqueTable("pacer_conn_loss")
+	dsn := ds.dsn
+	if strings.Contains(dsn, "?") {
+		dsn += "&application_name=" + app
+	} else {
+		dsn += "?application_name=" + app
+	}
+	s, err := New(Config{Driver: "pgx", DSN: dsn, Table: ds.table, MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for round := range 3 {
+		batch := sinktest.Messages(3)
+		if r := deliver(s, batch...); r[0].Outcome != pacer.Delivered {
+			t.Fatalf("round %d warm-up: %+v", round, r)
+		}
+		var killed int
+		if err := ds.ctl.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&killed); err != nil {
+			t.Fatal(err)
+		}
+		if killed == 0 {
+			t.Fatalf("round %d: no connection of the sink to kill", round)
+		}
+		for _, n := range []int{1, 3} {
+			msgs := sinktest.Messages(n)
+			for i, r := range deliver(s, msgs...) {
+				if r.Outcome == pacer.Reject {
+					t.Errorf("round %d, batch of %d, result %d: Reject (%v) after a lost connection", round, n, i, r.Err)
+				}
+			}
+		}
+		if r := deliver(s, sinktest.Messages(2)...); r[0].Outcome != pacer.Delivered || r[1].Outcome != pacer.Delivered {
+			t.Errorf("round %d: after reconnecting: %+v", round, r)
+		}
+	}
+}
