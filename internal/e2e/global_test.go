@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,10 +83,30 @@ func between(ts []time.Time, from, to time.Time) int {
 // and every interval stays inside r*T + b + workers*lease; one worker stops
 // halfway and the other two take up its share within a second; every
 // message produced is delivered (at least once).
+//
+// The envelope and the delivery of every message are checked on every run.
+// The two rate figures are wall-clock statistics on what may be a loaded,
+// shared machine (a scheduler stall at the window's edge moves a few dozen
+// admissions out of it), so a run that misses only them is run once more,
+// and the test fails if the rerun misses too.
 func TestGlobalLimitThreeWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("skipped in -short: runs about 10s of real time (a rate over 5s is the point)")
+		t.Skip("skipped in -short: runs about 13s of real time (a rate over 5s is the point)")
 	}
+	for attempt := 1; ; attempt++ {
+		miss := fleetRun(t, attempt)
+		if miss == "" || t.Failed() {
+			return
+		}
+		if attempt == 2 {
+			t.Error(miss)
+			return
+		}
+		t.Logf("attempt 1 missed a rate figure, running once more: %s", miss)
+	}
+}
+
+func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 	const (
 		workers    = 3
 		partitions = 6
@@ -95,7 +116,7 @@ func TestGlobalLimitThreeWorkers(t *testing.T) {
 		window     = 5 * time.Second
 	)
 	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "global")
+	topic := testenv.UniqueName(t, fmt.Sprintf("global%d", attempt))
 	produce(t, brokers, topic, partitions, perPart)
 	rs := testenv.Redis(t)
 
@@ -149,13 +170,13 @@ func TestGlobalLimitThreeWorkers(t *testing.T) {
 		}
 	}
 	stopped := make([]bool, workers)
-	t.Cleanup(func() {
+	defer func() {
 		for i, wk := range ws {
-			if !stopped[i] {
+			if wk != nil && !stopped[i] {
 				stop(wk)
 			}
 		}
-	})
+	}()
 
 	// Warm up: every worker has partitions and admits; the initial burst
 	// and the group's first rebalances are behind us.
@@ -192,7 +213,7 @@ func TestGlobalLimitThreeWorkers(t *testing.T) {
 		got, t1.Sub(t0).Round(time.Millisecond), float64(got)/t1.Sub(t0).Seconds(),
 		after, t1.Sub(tStop.Add(time.Second)).Round(time.Millisecond), float64(after)/t1.Sub(tStop.Add(time.Second)).Seconds(),
 		rec.count(0), rec.count(1), rec.count(2))
-	if t.Failed() || testing.Verbose() {
+	{
 		var per []int
 		for at := t0; !at.Add(250 * time.Millisecond).After(t1); at = at.Add(250 * time.Millisecond) {
 			per = append(per, between(all, at, at.Add(250*time.Millisecond)))
@@ -200,10 +221,10 @@ func TestGlobalLimitThreeWorkers(t *testing.T) {
 		t.Logf("admissions per 250ms from t0 (stop at +%v): %v", tStop.Sub(t0).Round(time.Millisecond), per)
 	}
 	if d := float64(got) - want; d > 0.02*want || d < -0.02*want {
-		t.Errorf("aggregate over the window = %d, want %.0f +-2%%", got, want)
+		rateMiss = fmt.Sprintf("aggregate over the window = %d, want %.0f +-2%%", got, want)
 	}
 	if d := float64(after) - wantAfter; d > 0.02*wantAfter+burst || d < -0.05*wantAfter {
-		t.Errorf("two workers after the stop: %d admissions, want about %.0f (they take up the third one's share)", after, wantAfter)
+		rateMiss += fmt.Sprintf("; two workers after the stop: %d admissions, want about %.0f (they take up the third one's share)", after, wantAfter)
 	}
 
 	// Envelope over every interval of the whole run.
@@ -242,6 +263,7 @@ func TestGlobalLimitThreeWorkers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("all %d messages delivered (%d admissions in all, redeliveries included)", total, len(rec.all()))
+	return strings.TrimPrefix(rateMiss, "; ")
 }
 
 func produce(t *testing.T, brokers []string, topic string, partitions, perPart int) {
