@@ -379,7 +379,13 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 		}
 		return pacer.Result{Outcome: pacer.Delivered}, fb
 	case retryable(code):
-		return pacer.Result{Outcome: pacer.Retry, RetryAfter: fb.RetryAfter, Err: s.statusErr(code, snippet)}, fb
+		after := fb.RetryAfter
+		if after == 0 && fb.RateLimit != nil && fb.RateLimit.Remaining == 0 {
+			// No Retry-After, but the API said its quota is spent until
+			// the window resets.
+			after = fb.RateLimit.Reset
+		}
+		return pacer.Result{Outcome: pacer.Retry, RetryAfter: after, Err: s.statusErr(code, snippet)}, fb
 	default:
 		return pacer.Result{Outcome: pacer.Reject, Err: s.statusErr(code, snippet)}, fb
 	}

@@ -474,3 +474,17 @@ func TestMutualTLS(t *testing.T) {
 		t.Errorf("accepted %d want 1", n)
 	}
 }
+
+func TestRetryAfterFromRateLimitReset(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit", `"min";r=0;t=17`)
+		w.Header().Set("RateLimit-Policy", `"min";q=60;w=60`)
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(srv.Close)
+	s := newSink(t, Config{URL: srv.URL})
+	r, fb := deliver1(s, msg("m", "{}"))
+	if r.Outcome != pacer.Retry || r.RetryAfter != 17*time.Second || fb.RetryAfter != 0 {
+		t.Errorf("result %+v, feedback RetryAfter %v: want Retry after the quota reset (17s), no Retry-After header", r, fb.RetryAfter)
+	}
+}
