@@ -24,8 +24,12 @@ const (
 	// maxSpan bounds every span an algorithm stores: burst*interval,
 	// MaxWait, windows, expiry (about 73 years).
 	maxSpan = int64(1) << 61
-	// maxRel bounds times relative to the epoch (about 146 years).
-	maxRel = int64(1) << 62
+	// maxRel bounds times relative to the epoch (about 73 years), so that
+	// a time plus two stored spans stays below 2^63.
+	maxRel = int64(1) << 61
+	// maxUnix bounds Unix nanoseconds used by the window counters (about
+	// 146 years after 1970).
+	maxUnix = int64(1) << 62
 )
 
 // step is the exact cost of one permit: whole + num/den nanoseconds.
@@ -131,6 +135,9 @@ func (s step) fromRat(x *big.Rat) inst {
 	}
 	d := big.NewInt(s.den)
 	ns, frac := new(big.Int).QuoRem(q, d, new(big.Int))
+	if !ns.IsInt64() || ns.Int64() >= maxSpan {
+		return inst{ns: maxSpan} // capped: a longer debt only blocks longer
+	}
 	return inst{ns: ns.Int64(), frac: frac.Int64()}
 }
 
@@ -178,15 +185,15 @@ func rel(now, epoch time.Time) int64 {
 	return d
 }
 
-// unixNano returns now as Unix nanoseconds, clamped to ±maxRel so window
+// unixNano returns now as Unix nanoseconds, clamped to ±maxUnix so window
 // arithmetic cannot overflow for absurd times.
 func unixNano(now time.Time) int64 {
 	s := now.Unix()
-	if s > maxRel/1e9 {
-		return maxRel
+	if s > maxUnix/1e9 {
+		return maxUnix
 	}
-	if s < -maxRel/1e9 {
-		return -maxRel
+	if s < -maxUnix/1e9 {
+		return -maxUnix
 	}
 	return now.UnixNano()
 }

@@ -36,7 +36,7 @@ func NewFixedWindow(cfg WindowConfig) (*FixedWindow, error) {
 	if err := cfg.validate("fixed", 1<<62); err != nil {
 		return nil, err
 	}
-	return &FixedWindow{limit: int64(cfg.Limit), w: int64(cfg.Window), idx: -1 << 62, last: -maxRel}, nil
+	return &FixedWindow{limit: int64(cfg.Limit), w: int64(cfg.Window), idx: -1 << 62, last: -maxUnix}, nil
 }
 
 func floorDiv(a, b int64) int64 {

@@ -62,7 +62,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.New == nil {
 		return nil, fmt.Errorf("%w: keyed New is nil", ErrInvalidConfig)
 	}
-	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024))}
+	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: -maxUnix}
 	k.head.next, k.head.prev = &k.head, &k.head
 	return k, nil
 }

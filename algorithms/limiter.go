@@ -10,6 +10,10 @@
 // one word, measures a stale now from itself, which finds no more room than
 // the later callers left and gives a wait to the same conformance instant.
 //
+// Times are kept in integer nanoseconds relative to a limiter's
+// construction (clamped about 73 years away; GCRA: see its doc), or as Unix
+// nanoseconds for the calendar-aligned windows, so no decision overflows.
+//
 // Which to choose:
 //
 //   - DualRate: the engine's default; token bucket (r, b) then a peak pacer.

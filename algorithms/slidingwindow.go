@@ -50,7 +50,7 @@ func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
 		n:     int64(cfg.Buckets),
 		idx:   make([]int64, cfg.Buckets),
 		cnt:   make([]int64, cfg.Buckets),
-		last:  -maxRel,
+		last:  -maxUnix,
 	}
 	for i := range s.idx {
 		s.idx[i] = -1 << 62
