@@ -34,7 +34,9 @@ import (
 
 // Failure is a fault the API injects into requests that passed its bucket.
 // A positive value is an HTTP status to answer with (FailStatus(502), or the
-// named ones below); FailDrop and FailHang are connection-level faults.
+// named ones below); FailDrop and FailHang are connection-level faults. A 2xx
+// status is not a failure: the request is accepted and recorded, and
+// answered with that status.
 type Failure int
 
 const (
@@ -426,6 +428,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	status := cfg.Status
+	if fail >= 200 && fail < 300 {
+		// A success status "injected": accepted, answered with it.
+		status, fail = int(fail), FailNone
+	}
 	if fail != FailNone {
 		a.mu.Lock()
 		a.stats.Failed++
@@ -473,7 +480,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := a.stats.Accepted
 	a.mu.Unlock()
 
-	status := cfg.Status
 	if status == 0 {
 		status = http.StatusOK
 	}

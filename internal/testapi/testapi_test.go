@@ -167,7 +167,11 @@ func TestInjectedStatus(t *testing.T) {
 	if got := post(t, s, "", "").StatusCode; got != 200 {
 		t.Errorf("SetFailure(none): %d", got)
 	}
-	if st := s.Stats(); st.Failed != 3 || st.Accepted != 2 {
+	s.FailNext(FailStatus(202), 1)
+	if got := post(t, s, "", "").StatusCode; got != 202 {
+		t.Errorf("FailStatus(202): %d", got)
+	}
+	if st := s.Stats(); st.Failed != 3 || st.Accepted != 3 {
 		t.Errorf("Stats = %+v", st)
 	}
 }
