@@ -12,16 +12,12 @@ import (
 )
 
 // TestDeliverProperty: over random runs of answers (2xx, 4xx, 408, 429,
-// 5xx), each message's outcome is its answer's class;
+// 5xx, dropped connections), each message's outcome is its answer's class;
 // nothing is sent after a throttling answer (429, 503) and those messages
 // are Retry; and the API holds exactly the messages reported Delivered.
 func TestDeliverProperty(t *testing.T) {
 	answers := []testapi.Failure{testapi.FailNone, testapi.FailStatus(201), testapi.Fail400, testapi.FailStatus(404),
-		testapi.FailStatus(408), testapi.FailStatus(429), testapi.Fail500, testapi.Fail503}
-	// Dropped connections are left to TestTransportFailures: net/http
-	// itself resends a request carrying an Idempotency-Key on a fresh
-	// connection when a reused one is dropped, so a drop may be followed by
-	// the next planned answer.
+		testapi.FailStatus(408), testapi.FailStatus(429), testapi.Fail500, testapi.Fail503, testapi.FailDrop}
 	rapid.Check(t, func(rt *rapid.T) {
 		api := testapi.New(testapi.Config{})
 		defer api.Close()
@@ -49,7 +45,7 @@ func TestDeliverProperty(t *testing.T) {
 			switch {
 			case throttled:
 				want = pacer.Retry
-			case a == 408, a == 429, a >= 500:
+			case a == testapi.FailDrop, a == 408, a == 429, a >= 500:
 				want = pacer.Retry
 			case a >= 400:
 				want = pacer.Reject
@@ -77,6 +73,8 @@ func TestDeliverProperty(t *testing.T) {
 				rt.Fatalf("plan %v: API accepted %s, not reported delivered", plan, r.IdempotencyKey)
 			}
 		}
+		// Exactly one request per message sent: no hidden resends by
+		// net/http after a dropped connection.
 		st := api.Stats()
 		if got := st.Accepted + st.Failed; got != sent {
 			rt.Fatalf("plan %v: API saw %d requests want %d", plan, got, sent)

@@ -325,6 +325,12 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 	if err != nil {
 		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("httpsink: building request: %w", err)}, pacer.Feedback{}
 	}
+	// No hidden resends: net/http replays a request that carries an
+	// Idempotency-Key on a fresh connection when a reused one fails, and
+	// such a replay would reach the API without passing pacer's shaper
+	// (guarantee 1 counts every attempt). Without GetBody the request is
+	// not replayable; the engine retries it instead, inside the envelope.
+	req.GetBody = nil
 	req.Header.Set("Content-Type", s.contentType)
 	for _, h := range s.static {
 		req.Header.Set(h.name, h.value)
