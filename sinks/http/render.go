@@ -82,11 +82,12 @@ func render(t *template.Template, m *pacer.Message, buf *bytes.Buffer) error {
 	return nil
 }
 
-// appendJSONElement appends body to an array under construction: as is when
-// it is valid JSON, else as a JSON string (base64 if not valid UTF-8).
-func appendJSONElement(dst []byte, body []byte) []byte {
+// writeJSONElement writes body as an element of a JSON array: as is when it
+// is valid JSON, else as a JSON string (base64 if not valid UTF-8).
+func writeJSONElement(dst *bytes.Buffer, body []byte) {
 	if json.Valid(body) {
-		return append(dst, body...)
+		dst.Write(body)
+		return
 	}
 	var s string
 	if utf8.Valid(body) {
@@ -95,5 +96,5 @@ func appendJSONElement(dst []byte, body []byte) []byte {
 		s = base64.StdEncoding.EncodeToString(body)
 	}
 	b, _ := json.Marshal(s)
-	return append(dst, b...)
+	dst.Write(b)
 }

@@ -269,7 +269,8 @@ func (s *Sink) deliverBatch(ctx context.Context, msgs []*pacer.Message, results 
 	one := s.bufs.Get().(*bytes.Buffer)
 	defer s.bufs.Put(one)
 
-	out := append(buf.AvailableBuffer()[:0], '[')
+	buf.Reset()
+	buf.WriteByte('[')
 	var sent []int
 	var hdrs []header
 	h := sha256.New()
@@ -283,16 +284,14 @@ func (s *Sink) deliverBatch(ctx context.Context, msgs []*pacer.Message, results 
 		if len(sent) == 0 {
 			hdrs = mh // templated headers come from the first message
 		} else {
-			out = append(out, ',')
+			buf.WriteByte(',')
 		}
-		out = appendJSONElement(out, one.Bytes())
+		writeJSONElement(buf, one.Bytes())
 		sent = append(sent, i)
 		h.Write([]byte(m.ID))
 		h.Write([]byte{0})
 	}
-	out = append(out, ']')
-	buf.Reset()
-	buf.Write(out)
+	buf.WriteByte(']')
 	if len(sent) == 0 {
 		return pacer.Feedback{}
 	}
