@@ -16,22 +16,45 @@ const (
 	done // ctx done, or a finished source and nothing held
 )
 
-// admitLoop is the single goroutine that takes messages (retries first,
-// then the queue), batches them, admits them through the Retry-After gate
-// and the shaper, and hands them to the workers.
-func (e *Engine) admitLoop(ctx context.Context) {
+// worker is one of MaxInFlight goroutines. Each takes work itself (a due
+// retry or a freed key's message first, then the queue when a slot is
+// free), forms a batch, admits it through the Retry-After gate and the
+// shaper, delivers it and settles it. There is no central admission
+// goroutine: a message crosses one channel between source and sink.
+//
+// Admission stays serial where it matters: while shaping is active, one
+// worker at a time waits on the shaper (admitSem), so a token is never
+// raced for by a herd of sleepers, and a batch is formed by one worker at
+// a time (takeSem).
+func (e *Engine) worker(ctx context.Context) {
 	sl := newSleeper(e.clock)
 	defer sl.stop()
-	grp := make([]*item, 0, e.cfg.BatchSize)
+	n := e.cfg.BatchSize
+	grp := make([]*item, 0, n)
+	msgs := make([]*Message, 0, n)
+	results := make([]Result, n)
+	// With batching, or key ordering (keys must be claimed in the order the
+	// queue hands messages over), one worker at a time takes from the queue.
+	serial := n > 1 || e.keys != nil
 	for {
+		if serial {
+			select {
+			case e.takeSem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
 		it, st := e.next(ctx, sl, time.Time{})
 		if st != gotItem {
+			if serial {
+				<-e.takeSem
+			}
 			return
 		}
 		grp = append(grp[:0], it)
-		if e.cfg.BatchSize > 1 {
+		if n > 1 {
 			deadline := e.clock.Now().Add(e.cfg.BatchLinger)
-			for len(grp) < e.cfg.BatchSize {
+			for len(grp) < n {
 				it, st := e.next(ctx, sl, deadline)
 				if st != gotItem {
 					break
@@ -39,23 +62,28 @@ func (e *Engine) admitLoop(ctx context.Context) {
 				grp = append(grp, it)
 			}
 		}
+		if serial {
+			<-e.takeSem
+		}
 		if ctx.Err() != nil || !e.admit(ctx, sl, grp) {
 			for _, it := range grp {
 				e.settle(it, SettledNak, 0, "")
 			}
 			return
 		}
-		for i := 0; i < len(grp)-1; i++ {
-			grp[i].next = grp[i+1]
-		}
-		e.work <- grp[0]
+		e.deliverBatch(grp, msgs[:0], results[:len(grp)])
 	}
 }
 
 // next returns the next message to admit: a due retry or a freed key's
-// message first, else one from the queue when a slot is free. It blocks
-// until one is available, deadline passes (timedOut), or ctx is done or the
-// finite source is exhausted with nothing held (done).
+// message first, else one from the queue once the worker holds a slot. It
+// blocks until one is available, deadline passes (timedOut), or ctx is done
+// or the finite source is exhausted with nothing held (done).
+//
+// Slots bound what the engine holds beyond the queue: a worker reserves a
+// slot before it may receive from the queue, and the message keeps it until
+// it is settled (retries included), so concurrent workers can never take
+// more than MaxInFlight*BatchSize messages between them.
 func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
 	for {
 		var due time.Time
@@ -66,7 +94,8 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 				return it, gotItem
 			}
 		}
-		if e.inflight.Load() < e.slots {
+		slot := e.acquireSlot()
+		if slot {
 			select {
 			case it := <-e.queue:
 				if it = e.take(it); it != nil {
@@ -75,16 +104,16 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 				continue
 			default:
 			}
+		} else {
+			// Publish that we wait for a slot before trying again, so a
+			// slot freed in between wakes us.
+			e.slotWaiters.Add(1)
+			if slot = e.acquireSlot(); slot {
+				e.slotWaiters.Add(-1)
+			}
 		}
-		// Nothing at hand: block. Publish that we wait before re-reading
-		// the counters that settle changes, so no wake-up is lost.
-		e.loopWait.Store(true)
-		var qc chan *item
-		if e.inflight.Load() < e.slots {
-			qc = e.queue
-		}
-		if e.srcDone.Load() && len(e.queue) == 0 && e.inflight.Load() == 0 && e.ready.len() == 0 {
-			e.loopWait.Store(false)
+		if e.finishedNow() {
+			e.giveBack(slot)
 			return nil, done
 		}
 		wake := due
@@ -95,26 +124,76 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		if !wake.IsZero() {
 			tc = sl.arm(wake.Sub(e.clock.Now()))
 		}
+		var qc chan *item
+		var sc chan struct{}
+		if slot {
+			qc = e.queue
+		} else {
+			sc = e.slotFreed
+		}
 		select {
 		case it := <-qc:
-			e.loopWait.Store(false)
 			if it = e.take(it); it != nil {
 				return it, gotItem
 			}
 			continue
-		case <-e.slotFreed:
+		case <-sc:
 		case <-e.ready.wake:
+		case <-e.finished:
+			e.giveBack(slot)
+			return nil, done
 		case <-tc:
 			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
-				e.loopWait.Store(false)
+				e.giveBack(slot)
 				return nil, timedOut
 			}
 		case <-ctx.Done():
-			e.loopWait.Store(false)
+			e.giveBack(slot)
 			return nil, done
 		}
-		e.loopWait.Store(false)
+		e.giveBack(slot)
 	}
+}
+
+// acquireSlot reserves a slot if one is free.
+func (e *Engine) acquireSlot() bool {
+	for {
+		n := e.slotsUsed.Load()
+		if n >= e.slots {
+			return false
+		}
+		if e.slotsUsed.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// releaseSlot frees a slot and wakes a worker waiting for one.
+func (e *Engine) releaseSlot() {
+	e.slotsUsed.Add(-1)
+	if e.slotWaiters.Load() > 0 {
+		e.wakeOne()
+	}
+}
+
+// giveBack undoes next's bookkeeping for a worker that leaves its wait
+// without a message: an unused slot, or its place among slot waiters.
+func (e *Engine) giveBack(slot bool) {
+	if slot {
+		e.releaseSlot()
+	} else {
+		e.slotWaiters.Add(-1)
+	}
+}
+
+// finishedNow reports (and broadcasts) that a finite source is exhausted
+// and nothing is held any more.
+func (e *Engine) finishedNow() bool {
+	if e.srcDone.Load() && e.pending.Load() == 0 {
+		e.finishOnce.Do(func() { close(e.finished) })
+		return true
+	}
+	return false
 }
 
 // take accounts for an item received from the queue. With OrderKey, an item
@@ -134,6 +213,7 @@ func (e *Engine) take(it *item) *item {
 // source is paused. It returns false when ctx is done.
 func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 	var asked time.Time
+	locked := false
 	for {
 		if g := e.ctrl.gateUntil(); g != 0 {
 			now := e.clock.Now()
@@ -149,6 +229,16 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 		if e.unlimited.Load() {
 			e.admitted(grp, time.Time{}, time.Time{})
 			return true
+		}
+		if !locked {
+			select {
+			case e.admitSem <- struct{}{}:
+			case <-ctx.Done():
+				return false
+			}
+			locked = true
+			defer func() { <-e.admitSem }()
+			continue // the gate may have moved while we waited for the turn
 		}
 		now := e.clock.Now()
 		if asked.IsZero() {
@@ -234,24 +324,6 @@ func (e *Engine) releaseKey(it *item) {
 	nx.key, nx.hasKey = it.key, true
 	e.keyMu.Unlock()
 	e.ready.push(nx, time.Time{})
-}
-
-// worker delivers batches until the work channel is closed.
-func (e *Engine) worker() {
-	n := e.cfg.BatchSize
-	items := make([]*item, 0, n)
-	msgs := make([]*Message, 0, n)
-	results := make([]Result, n)
-	for head := range e.work {
-		items, msgs = items[:0], msgs[:0]
-		for it := head; it != nil; {
-			nx := it.next
-			it.next = nil
-			items = append(items, it)
-			it = nx
-		}
-		e.deliverBatch(items, msgs, results[:len(items)])
-	}
 }
 
 func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) {
@@ -415,8 +487,9 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 	e.putItem(it)
 	if held {
 		e.inflight.Add(-1)
-		if e.loopWait.Load() {
-			e.wakeLoop()
-		}
+		e.releaseSlot()
+	}
+	if e.pending.Add(-1) == 0 && e.srcDone.Load() {
+		e.finishedNow()
 	}
 }

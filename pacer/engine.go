@@ -39,12 +39,20 @@ type Engine struct {
 	ready readyQueue
 	pause pauser
 
-	queue     chan *item
-	work      chan *item
-	slotFreed chan struct{}
-	loopWait  atomic.Bool
-	inflight  atomic.Int64 // taken from the queue, not yet settled
-	slots     int64
+	queue       chan *item
+	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
+	slotWaiters atomic.Int32  // workers waiting for a slot
+	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
+	inflight    atomic.Int64  // taken from the queue, not yet settled
+	pending     atomic.Int64  // handed over by the source, not yet settled
+	slots       int64
+	// Turns are channels, not mutexes: a worker waits for its turn while
+	// another sleeps on the shaper, and channel waits are what
+	// testing/synctest (and ctx) can see.
+	admitSem   chan struct{} // one worker at a time waits on the shaper
+	takeSem    chan struct{} // one worker at a time forms a batch
+	finished   chan struct{}
+	finishOnce sync.Once
 
 	keyMu sync.Mutex
 	keys  map[string][]*item // OrderKey: busy keys and their parked items
@@ -88,13 +96,15 @@ func New(cfg Config) (*Engine, error) {
 		log:       cfg.Logger,
 		back:      newBackoff(cfg.Retry),
 		queue:     make(chan *item, cfg.QueueSize),
-		work:      make(chan *item, cfg.MaxInFlight),
-		slotFreed: make(chan struct{}, 1),
+		slotFreed: make(chan struct{}, cfg.MaxInFlight),
+		finished:  make(chan struct{}),
+		admitSem:  make(chan struct{}, 1),
+		takeSem:   make(chan struct{}, 1),
 		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
 		stopping:  make(chan struct{}),
 		settleCtx: context.Background(),
 	}
-	e.ready.wake = make(chan struct{}, 1)
+	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
 	if cfg.Ordering == OrderKey {
 		e.keys = make(map[string][]*item)
 	}
@@ -259,17 +269,17 @@ func (e *Engine) Run(ctx context.Context) error {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			e.worker()
+			e.worker(loopCtx)
 		}()
 	}
+	workersDone := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(workersDone)
+	}()
 	srcErrc := make(chan error, 1)
 	go func() {
 		srcErrc <- e.cfg.Source.Run(srcCtx, e.deliverFunc)
-	}()
-	loopDone := make(chan struct{})
-	go func() {
-		defer close(loopDone)
-		e.admitLoop(loopCtx)
 	}()
 
 	var srcErr error
@@ -281,21 +291,30 @@ func (e *Engine) Run(ctx context.Context) error {
 		if srcErr == nil {
 			// Finite source: finish everything it handed over.
 			e.srcDone.Store(true)
-			e.wakeLoop()
+			e.finishedNow()
 			select {
-			case <-loopDone:
+			case <-workersDone:
 			case <-ctx.Done():
 			}
 		}
 	}
 
-	// Stop: no more pulling, no more admitting.
+	// Stop: no more pulling, no more taking; in-flight deliveries get
+	// DrainTimeout, then their context is cancelled.
 	e.state.Store(stateStopping)
 	e.stopOnce.Do(func() { close(e.stopping) })
 	e.pause.set(PauseStopping)
 	srcCancel()
 	loopCancel()
-	<-loopDone
+	sl := newSleeper(e.clock)
+	select {
+	case <-workersDone:
+	case <-sl.arm(e.cfg.DrainTimeout):
+		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.inflight.Load())
+		deliverCancel()
+		<-workersDone
+	}
+	sl.stop()
 	if !srcReturned {
 		srcErr = <-srcErrc
 	}
@@ -309,22 +328,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		break
 	}
-	// In-flight deliveries get DrainTimeout, then their context is cancelled.
-	close(e.work)
-	workersDone := make(chan struct{})
-	go func() {
-		workers.Wait()
-		close(workersDone)
-	}()
-	sl := newSleeper(e.clock)
-	select {
-	case <-workersDone:
-	case <-sl.arm(e.cfg.DrainTimeout):
-		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.inflight.Load())
-		deliverCancel()
-		<-workersDone
-	}
-	sl.stop()
 	// Retries and parked messages never made it out again: give them back.
 	// Settling a key's owner hands the key to its next parked message (into
 	// the ready queue), so repeat until both are empty.
@@ -355,7 +358,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) wakeLoop() {
+// wakeOne wakes a worker blocked in next (if the token buffer is full,
+// enough wake-ups are already pending).
+func (e *Engine) wakeOne() {
 	select {
 	case e.slotFreed <- struct{}{}:
 	default:

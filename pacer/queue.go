@@ -19,6 +19,7 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		return ErrStopping
 	}
 	it := e.getItem(m)
+	e.pending.Add(1) // before it can be seen in the queue
 	if e.timeEnq {
 		it.enq = e.clock.Now()
 	}
@@ -28,10 +29,12 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		select {
 		case e.queue <- it:
 		case <-e.stopping:
+			e.pending.Add(-1)
 			e.putItem(it)
 			e.refuse(m)
 			return ErrStopping
 		case <-ctx.Done():
+			e.pending.Add(-1)
 			e.putItem(it)
 			e.refuse(m)
 			return ctx.Err()
