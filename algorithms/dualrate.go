@@ -83,14 +83,14 @@ func NewDualRate(cfg DualRateConfig, now time.Time) (*DualRate, error) {
 // Reserve asks for n permits at now (see Limiter). ok=false with wait 0
 // means n can never be granted (more than Burst plus what MaxWait borrows).
 func (d *DualRate) Reserve(now time.Time, n int) (time.Duration, bool) {
-	if n <= 0 {
-		return 0, true
-	}
 	t := rel(now, d.epoch)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t = d.c.clock(t)
 	nn := int64(n)
+	if nn <= 0 {
+		return 0, true
+	}
 	if nn > d.c.maxN {
 		return 0, false
 	}

@@ -49,12 +49,6 @@ func floorDiv(a, b int64) int64 {
 
 // Reserve counts n permits in the window containing now, when they fit.
 func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
-	if n <= 0 {
-		return 0, true
-	}
-	if int64(n) > f.limit {
-		return 0, false
-	}
 	t := unixNano(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,6 +56,12 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		t = f.last
 	}
 	f.last = t
+	if n <= 0 {
+		return 0, true
+	}
+	if int64(n) > f.limit {
+		return 0, false
+	}
 	if k := floorDiv(t, f.w); k != f.idx {
 		f.idx, f.count = k, 0
 	}

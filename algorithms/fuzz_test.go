@@ -3,6 +3,7 @@ package algorithms
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"testing"
 	"time"
 )
@@ -39,7 +40,7 @@ func fuzzOps(ops []byte, interval time.Duration, burst int, yield func(dt time.D
 // GCRA.
 // Times past horizon (where the limiter clamps) are skipped.
 func fuzzEnvelope(t *testing.T, lim Limiter, r Rate, burst int, maxWait time.Duration, lift bool, horizon time.Duration, ops []byte) {
-	now, seen := time.Duration(0), time.Duration(0)
+	now, seen := time.Duration(0), time.Duration(0) // the limiter saw t0 at construction
 	var uses []use
 	fuzzOps(ops, r.Interval(), burst, func(dt time.Duration, n int) {
 		if dt > horizon || now+dt > horizon {
@@ -195,6 +196,112 @@ func FuzzConstructors(f *testing.F) {
 					}
 					l.Cancel(now, n)
 				}
+			}
+		}
+	})
+}
+
+// FuzzWindows: the sliding log never holds more than Limit in any window
+// (s-W, s], the fixed window never more than Limit per aligned window, and
+// the sliding window never more than Limit in Buckets consecutive
+// sub-windows, whatever the (monotone or stale) arrival times and counts.
+func FuzzWindows(f *testing.F) {
+	f.Add(uint8(3), uint16(1000), uint8(4), []byte{10, 1, 0, 0, 2, 0, 200, 3, 0, 254, 1, 0})
+	f.Fuzz(func(t *testing.T, limit8 uint8, winMs uint16, nb8 uint8, ops []byte) {
+		limit := int(limit8%20) + 1
+		nb := int(nb8%8) + 1
+		w := time.Duration(int(winMs)%5000+1) * time.Millisecond * time.Duration(nb)
+		log, err := NewSlidingLog(WindowConfig{Limit: limit, Window: w}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw, err := NewFixedWindow(WindowConfig{Limit: limit, Window: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := NewSlidingWindow(WindowConfig{Limit: limit, Window: w, Buckets: nb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		width := int64(w) / int64(nb)
+		var logUses []use
+		fixed := map[int64]int{}
+		sub := map[int64]int{}
+		now, seen := time.Duration(0), time.Duration(math.MinInt64)
+		fuzzOps(ops, w/7, limit, func(dt time.Duration, n int) {
+			if dt > time.Duration(maxSpan) || now+dt > time.Duration(maxSpan) {
+				return
+			}
+			now += dt
+			seen = max(seen, now) // stale times count as the latest seen
+			at := t0.Add(now)
+			if _, ok := log.Reserve(at, n); ok && n > 0 {
+				logUses = append(logUses, use{seen, n})
+			}
+			if _, ok := fw.Reserve(at, n); ok && n > 0 {
+				k := t0.Add(seen).UnixNano() / int64(w)
+				if fixed[k] += n; fixed[k] > limit {
+					t.Fatalf("fixed window %d holds %d > %d", k, fixed[k], limit)
+				}
+			}
+			if _, ok := sw.Reserve(at, n); ok && n > 0 {
+				sub[t0.Add(seen).UnixNano()/width] += n
+			}
+		})
+		for i := range logUses {
+			sum := 0
+			for j := i; j >= 0 && logUses[j].at > logUses[i].at-w; j-- {
+				sum += logUses[j].n
+			}
+			if sum > limit {
+				t.Fatalf("sliding log: window ending %v holds %d > %d", logUses[i].at, sum, limit)
+			}
+		}
+		for k := range sub {
+			sum := 0
+			for j := k; j < k+int64(nb); j++ {
+				sum += sub[j]
+			}
+			if sum > limit {
+				t.Fatalf("sliding window: %d sub-windows from %d hold %d > %d", nb, k, sum, limit)
+			}
+		}
+	})
+}
+
+// FuzzLeakyPacer: with Slack 0, departures are spaced >= n/r after a grant
+// of n, and waits never exceed the capacity.
+func FuzzLeakyPacer(f *testing.F) {
+	f.Add(uint32(3), uint32(7000), uint8(3), []byte{10, 1, 0, 0, 1, 0, 200, 2, 0, 254, 3, 0})
+	f.Fuzz(func(t *testing.T, count, perMs uint32, cap8 uint8, ops []byte) {
+		r := fuzzRate(count, perMs)
+		c := int(cap8%10) + 1
+		p, err := NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: c}, t0)
+		if err != nil {
+			return
+		}
+		var uses []use
+		now, seen := time.Duration(0), time.Duration(0)
+		fuzzOps(ops, r.Interval(), c, func(dt time.Duration, n int) {
+			if dt > time.Duration(maxRel) || now+dt > time.Duration(maxRel) {
+				return
+			}
+			now += dt
+			seen = max(seen, now)
+			w, ok := p.Reserve(t0.Add(now), n)
+			if ok && n > 0 {
+				if w > time.Duration(c)*r.Interval()+time.Duration(c) {
+					t.Fatalf("wait %v beyond capacity %d at %s", w, c, r)
+				}
+				uses = append(uses, use{seen + w, n})
+			}
+		})
+		for i := 1; i < len(uses); i++ {
+			gap := int64(uses[i].at - uses[i-1].at + envSlack(r))
+			hi, lo := bits.Mul64(uint64(max(gap, 0)), uint64(r.Count))
+			nh, nl := bits.Mul64(uint64(uses[i-1].n), uint64(r.Per))
+			if hi < nh || (hi == nh && lo < nl) {
+				t.Fatalf("%s: departures %v then %v (n=%d) closer than n/r", r, uses[i-1].at, uses[i].at, uses[i-1].n)
 			}
 		}
 	})

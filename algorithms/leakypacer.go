@@ -77,15 +77,15 @@ func (p *LeakyPacer) clock(now time.Time) int64 {
 // nothing) when the queue is full; the refusal's wait is when room frees.
 // n > Capacity is refused with wait 0.
 func (p *LeakyPacer) Reserve(now time.Time, n int) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.clock(now) // every now counts as seen, even a refused one
 	if n <= 0 {
 		return 0, true
 	}
 	if int64(n) > p.cap {
 		return 0, false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t := p.clock(now)
 	tt := inst{ns: t}
 	d := maxInst(p.next, p.st.sub(tt, p.slack))
 	end := p.st.add(d, p.st.mul(int64(n)))

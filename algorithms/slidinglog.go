@@ -47,12 +47,6 @@ func NewSlidingLog(cfg WindowConfig, now time.Time) (*SlidingLog, error) {
 // Reserve records n grants at now when the window (now-Window, now] holds at
 // most Limit with them.
 func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
-	if n <= 0 {
-		return 0, true
-	}
-	if n > len(l.ring) {
-		return 0, false
-	}
 	t := rel(now, l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -60,6 +54,12 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 		t = l.last
 	}
 	l.last = t
+	if n <= 0 {
+		return 0, true
+	}
+	if n > len(l.ring) {
+		return 0, false
+	}
 	// The n-th oldest entry must have left the window: e <= t - W.
 	L := len(l.ring)
 	e := l.ring[(l.head+n-1)%L]

@@ -70,16 +70,16 @@ func (s *SlidingWindow) clock(now time.Time) int64 {
 // Reserve counts n permits in the current sub-window when the last Buckets
 // sub-windows hold at most Limit with them.
 func (s *SlidingWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
-	if n <= 0 {
-		return 0, true
-	}
-	nn := int64(n)
-	if nn > s.limit {
-		return 0, false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.clock(now)
+	nn := int64(n)
+	if nn <= 0 {
+		return 0, true
+	}
+	if nn > s.limit {
+		return 0, false
+	}
 	k := floorDiv(t, s.width)
 	sum := int64(0)
 	for i := range s.idx {

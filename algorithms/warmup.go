@@ -119,13 +119,6 @@ func (w *WarmUp) resync(t int64) {
 
 // Reserve asks for n permits at now (see Limiter).
 func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
-	if n <= 0 {
-		return 0, true
-	}
-	nn := int64(n)
-	if nn > w.maxN {
-		return 0, false
-	}
 	t := rel(now, w.epoch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -133,6 +126,13 @@ func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
 		t = w.last
 	}
 	w.last = t
+	nn := int64(n)
+	if nn <= 0 {
+		return 0, true
+	}
+	if nn > w.maxN {
+		return 0, false
+	}
 	w.resync(t)
 	wait := max(w.next.ceil()-t, 0)
 	if wait > w.maxWait {

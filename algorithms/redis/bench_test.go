@@ -141,11 +141,11 @@ func BenchmarkLease(b *testing.B) {
 }
 
 // The Shared benchmarks are the case leasing is for: 3 workers (3 Limiters,
-// as 3 processes would hold) share a real limit of 5000/s, burst 50, each
+// as 3 processes would hold) share a real limit of 5000/s, burst 500 (100ms), each
 // waiting as the engine does (the hint, or redis_rate's RetryAfter) when
 // refused. One op = one admitted message; admits/s is then about the limit,
 // and calls/admit is the figure of merit.
-const sharedRate, sharedBurst, sharedWorkers = 5000, 50, 3
+const sharedRate, sharedBurst, sharedWorkers = 5000, 500, 3
 
 func runShared(b *testing.B, admit func(w int) bool) {
 	var next atomic.Int64

@@ -115,8 +115,8 @@ type Config struct {
 	Client goredis.UniversalClient `yaml:"-"`
 
 	// Lease is the lease window: a worker takes up to Lease worth of its
-	// recent admission rate at a time, never more than Rate*Lease (at least
-	// 1) nor Burst. Default 100ms. Negative disables leasing: every
+	// recent admission rate at a time, never more than Rate*Lease nor
+	// Burst/2 (at least 1). Default 100ms. Negative disables leasing: every
 	// admission is one Redis call taking exactly the permits asked for.
 	Lease time.Duration `yaml:"lease"`
 	// Timeout bounds each Redis call; a slower answer counts as a failure.

@@ -11,8 +11,10 @@
 //
 //	r*T + b + workers * maxLease
 //
-// where maxLease = min(Burst, max(1, ceil(Rate*Lease), largest n asked)): the
-// bucket's envelope plus the leases held at the interval's start.
+// where maxLease = max(min(max(1, Burst/2), max(1, ceil(Rate*Lease))), largest
+// n asked): the bucket's envelope plus the leases held at the interval's
+// start. (Half the burst at most, so that a worker waiting for its lease never
+// needs a full bucket, and no token overflows while every worker waits.)
 //
 // Reserve never blocks on the network. When the lease is short it returns
 // ok=false with a small wait hint and queues a refill; one background
@@ -142,7 +144,10 @@ func New(cfg Config, now time.Time) (*Limiter, error) {
 	l.maxLease = 1
 	if l.leasing {
 		per := cfg.Rate.PerSecond() * cfg.Lease.Seconds()
-		l.maxLease = int(math.Min(float64(cfg.Burst), math.Max(1, math.Ceil(per))))
+		// At most half the burst: a worker waiting for its lease to fill
+		// then never needs the bucket full, so tokens do not overflow
+		// while every worker waits.
+		l.maxLease = int(math.Min(float64(max(1, cfg.Burst/2)), math.Max(1, math.Ceil(per))))
 	}
 	if cfg.Policy == FailOpen {
 		l.fbRate, l.fbBurst, _ = fallbackRate(cfg.Rate, cfg.Burst, cfg.ExpectedWorkers)

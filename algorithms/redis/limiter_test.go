@@ -77,8 +77,8 @@ func TestReserveLeases(t *testing.T) {
 	cfg := e.cfg("lease", algorithms.PerSecond(10000), 1000)
 	cfg.Lease = 100 * time.Millisecond
 	l := newLimiter(t, cfg)
-	if got, want := l.MaxLease(), 1000; got != want {
-		t.Fatalf("MaxLease() = %d want %d (min(burst, rate*lease))", got, want)
+	if got, want := l.MaxLease(), 500; got != want {
+		t.Fatalf("MaxLease() = %d want %d (min(burst/2, rate*lease))", got, want)
 	}
 	w, ok := l.Reserve(time.Now(), 1)
 	if ok || w != cfg.withDefaults().RefillHint {
@@ -130,17 +130,17 @@ func TestNoLeasing(t *testing.T) {
 func TestCloseReturnsLease(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.cfg("close", algorithms.Rate{Count: 10, Per: time.Hour}, 10)
-	cfg.Lease = time.Hour // lease up to 10
+	cfg.Lease = time.Hour // lease up to burst/2 = 5
 	l := newLimiter(t, cfg)
 	if !reserveWithin(l, nil, 3, 5*time.Second) {
 		t.Fatal("no admission")
 	}
-	if st := l.Stats(); st.Lease != 7 || st.Taken != 10 {
-		t.Fatalf("after Reserve(3): %+v want lease 7 of 10 taken", st)
+	if st := l.Stats(); st.Lease != 2 || st.Taken != 5 {
+		t.Fatalf("after Reserve(3): %+v want lease 2 of 5 taken", st)
 	}
 	l.Cancel(time.Now(), 1)
-	if st := l.Stats(); st.Lease != 8 || st.Admitted != 2 {
-		t.Fatalf("after Cancel(1): %+v want lease 8, admitted 2", st)
+	if st := l.Stats(); st.Lease != 3 || st.Admitted != 2 {
+		t.Fatalf("after Cancel(1): %+v want lease 3, admitted 2", st)
 	}
 	ctx := context.Background()
 	if err := l.Close(ctx); err != nil {
@@ -152,13 +152,13 @@ func TestCloseReturnsLease(t *testing.T) {
 	if _, ok := l.Reserve(time.Now(), 1); ok {
 		t.Fatalf("Reserve after Close admitted")
 	}
-	if st := l.Stats(); st.Returned != 8 {
-		t.Fatalf("returned %d want 8", st.Returned)
+	if st := l.Stats(); st.Returned != 3 {
+		t.Fatalf("returned %d want 3", st.Returned)
 	}
 	other := newLimiter(t, cfg)
 	got, _, err := other.Take(ctx, nil, 10, false)
 	if err != nil || got != 8 {
-		t.Fatalf("another worker's Take(10) after Close = %d, %v; want the 8 returned", got, err)
+		t.Fatalf("another worker's Take(10) after Close = %d, %v; want 5 never leased + 3 returned", got, err)
 	}
 	if _, _, err := l.Take(ctx, nil, 1, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Take after Close err = %v want ErrClosed", err)
