@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -200,6 +201,13 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			return nil, redactErr(err, q.DSN)
 		}
 		cl.add(s.Close)
+		if q.CreateTable {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := sqlsink.CreateExampleSchema(ctx, s.DB(), s.Dialect(), q.Table); err != nil {
+				return nil, fmt.Errorf("sink.sql.create_table: %w", redactErr(err, q.DSN))
+			}
+		}
 		return s, nil
 	case "stdout":
 		s, err := stdout.New(stdout.Config{Writer: stdoutW})

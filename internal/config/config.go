@@ -242,6 +242,9 @@ type SQL struct {
 	// or give Statement, a parameterised statement of your own.
 	Table     string `yaml:"table" json:"table"`
 	Statement string `yaml:"statement" json:"statement"`
+	// CreateTable creates the example table (id, key, payload, topic,
+	// partition, offset, received_at) at start-up if it does not exist.
+	CreateTable bool `yaml:"create_table" json:"create_table"`
 	// MaxConns bounds the connection pool (default: shaping.max_in_flight).
 	MaxConns int `yaml:"max_conns" json:"max_conns"`
 }

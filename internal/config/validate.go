@@ -305,6 +305,9 @@ func (v *validator) sink() {
 		if v.c.Has("sink.sql.table") && q.Statement != "" {
 			v.add("sink.sql.statement", "give table or statement, not both")
 		}
+		if q.CreateTable && q.Statement != "" {
+			v.add("sink.sql.create_table", "creates the example table, which a custom statement does not use")
+		}
 		if q.MaxConns < 0 {
 			v.add("sink.sql.max_conns", "must be >= 0")
 		}
