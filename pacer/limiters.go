@@ -33,22 +33,37 @@ func algoMaxWait(d time.Duration) time.Duration {
 	return d
 }
 
-// newRateLimiter builds the bucket stage's limiter for sh and returns its
-// sustained rate. With only a Peak, it runs at the peak with a burst of 1.
+// newRateLimiter builds the bucket stage's DualRate (token bucket, then
+// peak pacer) for sh and returns its sustained rate. With only a Peak, the
+// bucket runs at the peak with a burst of 1 (pure pacing).
 func newRateLimiter(sh *Shaping, now time.Time) (rateLimiter, algorithms.Rate, error) {
-	if sh.Peak != (algorithms.Rate{}) {
-		return nil, algorithms.Rate{}, fmt.Errorf("%w: Peak needs algorithms.NewDualRate (not yet available)", ErrInvalidConfig)
+	cfg := algorithms.DualRateConfig{
+		Rate: sh.Rate, Burst: sh.Burst, Peak: sh.Peak,
+		MaxWait: algoMaxWait(sh.MaxWait), StartEmpty: sh.StartEmpty,
 	}
-	tb, err := algorithms.NewTokenBucket(algorithms.TokenBucketConfig{
-		Rate: sh.Rate, Burst: sh.Burst, MaxWait: algoMaxWait(sh.MaxWait), StartEmpty: sh.StartEmpty,
-	}, now)
+	if sh.Rate == (algorithms.Rate{}) {
+		cfg.Rate, cfg.Burst, cfg.Peak = sh.Peak, 1, algorithms.Rate{}
+	}
+	d, err := algorithms.NewDualRate(cfg, now)
 	if err != nil {
 		return nil, algorithms.Rate{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return tb, sh.Rate, nil
+	return d, cfg.Rate, nil
 }
 
-// newKeyedLimiter builds the per-key limiter.
+// newKeyedLimiter builds the per-key limiter: one DualRate (PerKey.Rate,
+// PerKey.Burst) per key, bounded by MaxKeys and forgotten after IdleTTL.
 func newKeyedLimiter(p *PerKey, maxWait time.Duration) (keyedLimiter, error) {
-	return nil, fmt.Errorf("%w: per-key shaping needs algorithms.NewKeyed (not yet available)", ErrInvalidConfig)
+	cfg := algorithms.DualRateConfig{Rate: p.Rate, Burst: p.Burst, MaxWait: algoMaxWait(maxWait)}
+	k, err := algorithms.NewKeyed(algorithms.KeyedConfig{
+		MaxKeys: p.MaxKeys,
+		IdleTTL: p.IdleTTL,
+		New: func(now time.Time) (algorithms.Limiter, error) {
+			return algorithms.NewDualRate(cfg, now)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: PerKey: %w", ErrInvalidConfig, err)
+	}
+	return k, nil
 }

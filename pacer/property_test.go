@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -129,6 +130,17 @@ func propertyRun(t *testing.T, seed uint64) {
 	cfg.Global = global
 	cfg.Rate = algorithms.Rate{Count: bRate, Per: time.Second}
 	cfg.Burst = bBurst
+	var peak int64
+	if r.IntN(3) == 0 {
+		peak = bRate + int64(r.IntN(int(2*bRate)))
+		cfg.Peak = algorithms.Rate{Count: peak, Per: time.Second}
+	}
+	var kRate int64
+	var kBurst int
+	if r.IntN(3) == 0 {
+		kRate, kBurst = int64(5+r.IntN(100)), 1+r.IntN(5)
+		cfg.PerKey = &pacer.PerKey{Rate: algorithms.Rate{Count: kRate, Per: time.Second}, Burst: kBurst}
+	}
 	e, err := pacer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +155,7 @@ func propertyRun(t *testing.T, seed uint64) {
 	if err := e.Run(ctx); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
+	t.Logf("peak=%d/s perkey=%d/s b=%d", peak, kRate, kBurst)
 	t.Logf("n=%d keys=%d bucket=%d/s b=%d quota=%g/s b=%d global=%.1f/s b=%d batch=%d inflight=%d queue=%d stop=%v: %+v",
 		n, len(keys), bRate, bBurst, qRate, qBurst, gRate, gBurst, batch, cfg.MaxInFlight, cfg.QueueSize, stopAt, e.Status())
 
@@ -155,6 +168,23 @@ func propertyRun(t *testing.T, seed uint64) {
 	}
 	if err := checkEnvelope(adm, float64(bRate), bBurst); err != nil {
 		t.Errorf("token bucket envelope: %v", err)
+	}
+	if peak > 0 {
+		if err := checkEnvelope(adm, float64(peak), batch); err != nil {
+			t.Errorf("peak envelope (p=%d/s): %v", peak, err)
+		}
+	}
+	if kRate > 0 {
+		byKey := map[string][]time.Time{}
+		for _, d := range sink.Deliveries() {
+			byKey[d.Key] = append(byKey[d.Key], d.At)
+		}
+		for k, ts := range byKey {
+			sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+			if err := checkEnvelope(ts, float64(kRate), kBurst); err != nil {
+				t.Errorf("per-key envelope (key %s, %d/s, burst %d): %v", k, kRate, kBurst, err)
+			}
+		}
 	}
 	if got := len(sink.Deliveries()); got != len(adm) {
 		t.Errorf("sink saw %d attempts, shaper admitted %d", got, len(adm))
