@@ -165,9 +165,13 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	defer e.ctrl.mu.Unlock()
 	e.sh.mu.Lock()
 	noBucket := e.sh.bucket == nil
+	peak := e.cfg.Peak
 	e.sh.mu.Unlock()
-	if noBucket {
+	if noBucket || e.cfg.Rate == (algorithms.Rate{}) {
 		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
+	}
+	if peak != (algorithms.Rate{}) && r.PerSecond() > peak.PerSecond() {
+		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
 	e.ctrl.setCeiling(r)
 	e.applyRate(now, r.PerSecond(), "set-rate")
