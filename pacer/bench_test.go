@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/metrics"
 )
 
 // benchSource hands over n messages as fast as the engine takes them,
@@ -110,6 +114,37 @@ func BenchmarkBaselineChannels(b *testing.B) {
 			src.Run(context.Background(), func(_ context.Context, m *pacer.Message) error { q <- m; return nil })
 			close(q)
 			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+		})
+	}
+}
+
+// BenchmarkEngineShaped adds the shaper's cost: a DualRate so fast it never
+// makes anyone wait (every message still reserves a permit), alone and with
+// the Prometheus hooks attached.
+func BenchmarkEngineShaped(b *testing.B) {
+	for _, withMetrics := range []bool{false, true} {
+		b.Run(fmt.Sprintf("inflight=16/metrics=%v", withMetrics), func(b *testing.B) {
+			src := newBenchSource(b.N, 1024+16+8)
+			cfg := pacer.Config{Source: src, Sink: discardSink{}, QueueSize: 1024, MaxInFlight: 16,
+				Shaping: pacer.Shaping{Rate: algorithms.Rate{Count: 1_000_000_000, Per: time.Second}, Burst: 1_000_000}}
+			if withMetrics {
+				m, err := metrics.New(prometheus.NewRegistry())
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.Hooks = pacer.Hooks{m}
+			}
+			e, err := pacer.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			if err := e.Run(context.Background()); err != nil {
+				b.Fatal(err)
+			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 		})
 	}

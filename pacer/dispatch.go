@@ -213,7 +213,15 @@ func (e *Engine) take(it *item) *item {
 // source is paused. It returns false when ctx is done.
 func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 	var asked time.Time
-	locked := false
+	// A worker asks the shaper at once; only when it must wait does it take
+	// the turn (admitSem), so one worker at a time sleeps on the shaper and
+	// a freed permit is not raced for by a herd of sleepers.
+	turn := false
+	defer func() {
+		if turn {
+			<-e.admitSem
+		}
+	}()
 	for {
 		if g := e.ctrl.gateUntil(); g != 0 {
 			now := e.clock.Now()
@@ -230,16 +238,6 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 			e.admitted(grp, time.Time{}, time.Time{})
 			return true
 		}
-		if !locked {
-			select {
-			case e.admitSem <- struct{}{}:
-			case <-ctx.Done():
-				return false
-			}
-			locked = true
-			defer func() { <-e.admitSem }()
-			continue // the gate may have moved while we waited for the turn
-		}
 		now := e.clock.Now()
 		if asked.IsZero() {
 			asked = now
@@ -249,6 +247,15 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 			e.pause.clear(PauseShaper)
 			e.admitted(grp, now, asked)
 			return true
+		}
+		if !turn {
+			select {
+			case e.admitSem <- struct{}{}:
+			case <-ctx.Done():
+				return false
+			}
+			turn = true
+			continue // time may have passed while we waited for the turn
 		}
 		if !ok {
 			if !e.pause.has(PauseShaper) {
@@ -267,7 +274,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 
 func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	e.stats.admitted.Add(uint64(len(grp)))
-	if len(e.hooks.admitted) == 0 && !e.ctrl.active.Load() {
+	if len(e.hooks.admitted) == 0 && !e.timeEnq {
 		return
 	}
 	if now.IsZero() {
@@ -330,7 +337,7 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) 
 	// The clock is read only when something uses the times: the adaptive
 	// controller, the delivery hooks or MaxTime. Unthrottled and unobserved,
 	// a message costs no clock read at all.
-	timed := e.ctrl.active.Load() || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
+	timed := e.adaptive || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
 	var start time.Time
 	if timed {
 		start = e.clock.Now()

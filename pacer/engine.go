@@ -67,6 +67,7 @@ type Engine struct {
 	deliverCtx context.Context
 
 	timeEnq  bool // record when each message was consumed (PID queue delay)
+	adaptive bool // AIMD or PID: time every delivery
 	itemPool sync.Pool
 	stats    counters
 }
@@ -123,6 +124,7 @@ func New(cfg Config) (*Engine, error) {
 	e.ctrl.apply = e.applyRate
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
+	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
 	e.pause.src = cfg.Source
 	e.pause.hooks = e.hooks.paused
 	return e, nil
