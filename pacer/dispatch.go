@@ -263,7 +263,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 			}
 			e.pause.set(PauseShaper)
 			if wait <= 0 {
-				wait = e.cfg.GlobalRetry
+				wait = time.Duration(e.globalRetry.Load())
 			}
 		}
 		if !e.sleep(ctx, sl, wait) {

@@ -68,8 +68,10 @@ type Engine struct {
 
 	timeEnq  bool // record when each message was consumed (PID queue delay)
 	adaptive bool // AIMD or PID: time every delivery
-	itemPool sync.Pool
-	stats    counters
+	// globalRetry is Shaping.GlobalRetry, readable without the shaper lock.
+	globalRetry atomic.Int64
+	itemPool    sync.Pool
+	stats       counters
 }
 
 type counters struct {
@@ -125,6 +127,7 @@ func New(cfg Config) (*Engine, error) {
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
+	e.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
 	e.pause.hooks = e.hooks.paused
 	return e, nil
@@ -232,6 +235,7 @@ func (e *Engine) Reload(s Shaping) error {
 	e.sh.stages, e.sh.bucket = stages, newBucket
 	e.unlimited.Store(len(stages) == 0)
 	e.cfg.Shaping = s
+	e.globalRetry.Store(int64(s.GlobalRetry))
 	e.sh.mu.Unlock()
 	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate)
