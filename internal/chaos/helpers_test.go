@@ -307,6 +307,12 @@ func natsStream(t *testing.T, url string) (jetstream.JetStream, string) {
 // a window at a time.
 func publishNATS(t *testing.T, js jetstream.JetStream, subject string, from, to int) {
 	t.Helper()
+	publishNATSValues(t, js, subject, from, to, body)
+}
+
+// publishNATSValues is publishNATS with value(n) as the message data.
+func publishNATSValues(t *testing.T, js jetstream.JetStream, subject string, from, to int, value func(int) []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const window = 4096
@@ -314,7 +320,7 @@ func publishNATS(t *testing.T, js jetstream.JetStream, subject string, from, to 
 		hi := min(lo+window, to)
 		futs := make([]jetstream.PubAckFuture, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			f, err := js.PublishAsync(subject, body(i))
+			f, err := js.PublishAsync(subject, value(i))
 			if err != nil {
 				t.Fatalf("publish %d: %v", i, err)
 			}
@@ -370,6 +376,12 @@ log:
 // testenv.KafkaPartitions partitions), keyed by n so they spread.
 func produceKafka(t *testing.T, brokers []string, topic string, from, to int) {
 	t.Helper()
+	produceKafkaValues(t, brokers, topic, from, to, body)
+}
+
+// produceKafkaValues is produceKafka with value(n) as the record values.
+func produceKafkaValues(t *testing.T, brokers []string, topic string, from, to int, value func(int) []byte) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.AllowAutoTopicCreation(),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
@@ -383,7 +395,7 @@ func produceKafka(t *testing.T, brokers []string, topic string, from, to int) {
 	var first error
 	for i := from; i < to; i++ {
 		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: body(i)}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value(i)}, func(_ *kgo.Record, err error) {
 			defer wg.Done()
 			if err != nil {
 				mu.Lock()
