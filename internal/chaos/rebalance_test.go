@@ -1,0 +1,181 @@
+package chaos
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// TestRebalance (scenario 7): a second worker joins the consumer group
+// mid-run and later leaves (SIGTERM). Nothing is lost, and throughout the
+// run no committed offset ever passes a message the API had not accepted:
+// the group's commits are sampled every 100ms and each is checked against
+// the API's record (the message ID topic/partition/offset is the
+// Idempotency-Key).
+func TestRebalance(t *testing.T) {
+	const n = 3000
+	k := testenv.StartKafka(t)
+	topic := testenv.UniqueName(t, "rebal")
+	group := topic + "-g"
+	produceKafka(t, k.Brokers(), topic, 0, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	shaping := `rate: 300/s
+burst: 30
+queue_size: 100
+max_in_flight: 4`
+	adminA, adminB := freeAddr(t), freeAddr(t)
+	cfgA := writeFile(t, "a.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminA, shaping, ""))
+	cfgB := writeFile(t, "b.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminB, shaping, ""))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	var (
+		mu         sync.Mutex
+		samples    int
+		violations []string
+	)
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			commits, err := committed(cl, group, topic)
+			if err != nil {
+				continue
+			}
+			// The API's record is read after the commits: anything the commit
+			// covers must already be there.
+			acc := acceptedOffsets(api, topic)
+			mu.Lock()
+			samples++
+			for p, c := range commits {
+				for o := int64(0); o < c; o++ {
+					if !acc[p][o] {
+						violations = append(violations, topic+"/"+strconv.Itoa(int(p))+" committed "+strconv.FormatInt(c, 10)+" but offset "+strconv.FormatInt(o, 10)+" not accepted")
+						break
+					}
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	a := startWorker(t, cfgA, adminA)
+	eventually(t, 60*time.Second, "500 accepted by the first worker", func() bool { return count(api.Accepted()).unique >= 500 })
+	b := startWorker(t, cfgB, adminB)
+	eventually(t, 60*time.Second, "the second worker delivering", func() bool {
+		st, ok := b.status()
+		return ok && st.Engine.Delivered >= 50
+	})
+	joined := count(api.Accepted()).unique
+	eventually(t, 60*time.Second, "600 more accepted by the two workers", func() bool {
+		return count(api.Accepted()).unique >= min(n, joined+600)
+	})
+	if code := b.stop(t); code != 0 {
+		t.Errorf("second worker SIGTERM: exit %d want 0", code)
+	}
+	left := count(api.Accepted()).unique
+	eventually(t, 90*time.Second, "every message accepted after the second worker left", func() bool {
+		return count(api.Accepted()).unique >= n
+	})
+	time.Sleep(1500 * time.Millisecond) // one more commit interval, sampled
+	close(stop)
+	<-sampled
+	if code := a.stop(t); code != 0 {
+		t.Errorf("first worker SIGTERM: exit %d want 0", code)
+	}
+	tl := count(api.Accepted())
+	if tl.unique != n {
+		t.Errorf("unique accepted = %d want %d (missing %v)", tl.unique, n, tl.missing(n))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if samples < 10 {
+		t.Errorf("only %d commit samples", samples)
+	}
+	for i, v := range violations {
+		if i == 5 {
+			break
+		}
+		t.Errorf("offset committed past an unaccepted message: %s", v)
+	}
+	final, err := committed(cl, group, topic)
+	if err == nil {
+		var sum int64
+		for _, c := range final {
+			sum += c
+		}
+		if sum != n {
+			t.Errorf("final committed offsets sum to %d want %d", sum, n)
+		}
+	}
+	t.Logf("RESULT rebalance: %d messages, second worker joined at %d accepted, left at %d, unique %d, repeats %d, %d commit samples, %d violations",
+		n, joined, left, tl.unique, tl.dups, samples, len(violations))
+}
+
+// committed fetches the group's committed offsets for topic, by partition.
+func committed(cl *kgo.Client, group, topic string) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = topic
+	for p := range int32(testenv.KafkaPartitions) {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode == 0 && p.Offset >= 0 {
+				out[p.Partition] = p.Offset
+			}
+		}
+	}
+	return out, nil
+}
+
+// acceptedOffsets indexes the API's record by partition and offset, from
+// the Idempotency-Key topic/partition/offset.
+func acceptedOffsets(api *testapi.Server, topic string) map[int32]map[int64]bool {
+	out := map[int32]map[int64]bool{}
+	for _, r := range api.Accepted() {
+		f := strings.Split(r.IdempotencyKey, "/")
+		if len(f) != 3 || f[0] != topic {
+			continue
+		}
+		p, err1 := strconv.Atoi(f[1])
+		o, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if out[int32(p)] == nil {
+			out[int32(p)] = map[int64]bool{}
+		}
+		out[int32(p)][o] = true
+	}
+	return out
+}
