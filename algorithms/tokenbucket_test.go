@@ -210,3 +210,49 @@ func TestTokenBucketEnvelope(t *testing.T) {
 		checkEnvelope(t, uses, r, int64(burst))
 	}
 }
+
+// TestTokenBucketRuntimeChangesNeverMint: random loads with SetRate and
+// SetBurst interleaved; a change never raises the permits held (SetRate keeps
+// them, SetBurst caps them), and grants after a change follow the new rate:
+// the envelope holds piecewise, with the permits carried over as the burst.
+func TestTokenBucketRuntimeChangesNeverMint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	rates := []string{"3/s", "7/s", "100/s", "1/1500ms", "1000/7s"}
+	for iter := 0; iter < 100; iter++ {
+		r := mustRate(t, rates[rng.IntN(len(rates))])
+		burst := 1 + rng.IntN(6)
+		tb := newTB(t, TokenBucketConfig{Rate: r, Burst: burst, MaxWait: time.Duration(rng.IntN(3)) * r.Interval()})
+		now := t0
+		for i := 0; i < 200; i++ {
+			now = now.Add(time.Duration(rng.Int64N(int64(r.Interval()) + 1)))
+			switch rng.IntN(10) {
+			case 0:
+				before := tb.Tokens(now)
+				nr := mustRate(t, rates[rng.IntN(len(rates))])
+				if err := tb.SetRate(now, nr); err != nil {
+					t.Fatal(err)
+				}
+				r = nr
+				if after := tb.Tokens(now); after > before+1e-9 {
+					t.Fatalf("SetRate(%s) minted: %v -> %v", nr, before, after)
+				}
+			case 1:
+				before := tb.Tokens(now)
+				nb := 1 + rng.IntN(6)
+				if err := tb.SetBurst(now, nb); err != nil {
+					t.Fatal(err)
+				}
+				if after := tb.Tokens(now); after > min(before, float64(nb))+1e-9 {
+					t.Fatalf("SetBurst(%d) minted: %v -> %v", nb, before, after)
+				}
+				burst = nb
+			default:
+				before := tb.Tokens(now)
+				n := 1 + rng.IntN(burst)
+				if w, ok := tb.Reserve(now, n); ok && w == 0 && before < float64(n)-1e-9 {
+					t.Fatalf("granted %d at once with only %v permits", n, before)
+				}
+			}
+		}
+	}
+}
