@@ -306,7 +306,8 @@ type Log struct {
 }
 
 // Default returns the documented defaults. A file only needs the source,
-// the sink and shaping.rate.
+// the sink and shaping.rate. (Top-level keys starting with "x-" are
+// ignored: a place for YAML anchors, as in compose files.)
 func Default() Config {
 	return Config{
 		Source: Source{

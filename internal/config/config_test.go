@@ -364,3 +364,33 @@ func TestWrongShapes(t *testing.T) {
 		t.Errorf("missing problems %v in %v", want, ps)
 	}
 }
+
+func TestAnchorsAliasesAndMerge(t *testing.T) {
+	text := `x-tls: &tls
+  enabled: true
+  ca_file: /etc/ca.pem
+x-brokers: &brokers [a:9092, b:9092]
+source:
+  type: kafka
+  kafka:
+    brokers: *brokers
+    topics: [t]
+    tls:
+      <<: *tls
+      server_name: kafka.example
+shaping:
+  rate: 1/s
+sink:
+  type: stdout
+`
+	// Top-level x- fields are extensions (a home for anchors), not unknown.
+	c := mustParse(t, text, nil)
+	k := c.Source.Kafka
+	if len(k.Brokers) != 2 || !k.TLS.Enabled || k.TLS.CAFile != "/etc/ca.pem" || k.TLS.ServerName != "kafka.example" {
+		t.Errorf("aliases not resolved: brokers %v tls %+v", k.Brokers, k.TLS)
+	}
+	// A self-referencing alias neither hangs nor panics.
+	if _, err := Parse([]byte("source: &s\n  kafka: *s\n"), nil); err == nil {
+		t.Error("want problems")
+	}
+}

@@ -90,7 +90,12 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		probs.sort()
 		return &cfg, probs
 	}
-	d := decoder{where: cfg.where}
+	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}}
+	for _, n := range ast.FilterFile(ast.AnchorType, file) {
+		if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
+			d.anchors[a.Name.String()] = a.Value
+		}
+	}
 	bad := map[string]bool{}
 	for _, doc := range file.Docs {
 		if doc == nil || doc.Body == nil {
@@ -130,8 +135,10 @@ func syntaxProblem(err error) Problem {
 }
 
 type decoder struct {
-	where map[string]Pos
-	probs Problems
+	where   map[string]Pos
+	probs   Problems
+	anchors map[string]ast.Node // &name -> node, for *name and <<: *name
+	depth   int
 }
 
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
@@ -158,7 +165,13 @@ var (
 // walk decodes n into v, field by field, so that every unknown field and
 // every wrong type is reported, not just the first.
 func (d *decoder) walk(n ast.Node, v reflect.Value, path string) {
-	n = unwrap(n)
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.depth > 32 {
+		d.add(n, path, "nested too deeply")
+		return
+	}
+	n = d.unwrap(n)
 	if n == nil || n.Type() == ast.NullType {
 		return
 	}
@@ -192,13 +205,30 @@ func (d *decoder) walk(n ast.Node, v reflect.Value, path string) {
 		return
 	}
 	fields := fieldsOf(t)
+	// Merge keys (<<: *base) first, so that explicit keys override them.
 	for _, mv := range m.Values {
+		if mv.Key.String() == "<<" {
+			base := d.unwrap(mv.Value)
+			if _, ok := base.(*ast.MappingNode); !ok {
+				d.add(mv.Value, path, "<< wants an alias of a mapping, got %s", describe(base))
+				continue
+			}
+			d.walk(base, v, path)
+		}
+	}
+	for _, mv := range m.Values {
+		if mv.Key.String() == "<<" {
+			continue
+		}
 		key := mv.Key.String()
 		if k, ok := unwrap(mv.Key).(*ast.StringNode); ok {
 			key = k.Value
 		}
 		p := join(path, key)
 		i, ok := fields[key]
+		if !ok && path == "" && strings.HasPrefix(key, "x-") {
+			continue // extension fields, a home for anchors (as in compose files)
+		}
 		if !ok {
 			msg := fmt.Sprintf("unknown field %q", key)
 			if s := suggest(key, fields); s != "" {
@@ -219,6 +249,7 @@ func (d *decoder) mark(n ast.Node, path string) {
 }
 
 func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
+	n = d.unwrap(n)
 	tmp := reflect.New(v.Type())
 	if err := yaml.NodeToValue(n, tmp.Interface()); err != nil {
 		d.add(n, path, "%s", leafMessage(err, v.Type(), n))
@@ -276,8 +307,11 @@ func describe(n ast.Node) string {
 	return strconv.Quote(s)
 }
 
-func unwrap(n ast.Node) ast.Node {
-	for {
+func unwrap(n ast.Node) ast.Node { return (*decoder)(nil).unwrap(n) }
+
+// unwrap looks through tags, anchors and (with d's anchors) aliases.
+func (d *decoder) unwrap(n ast.Node) ast.Node {
+	for hops := 0; hops < 64; hops++ {
 		switch x := n.(type) {
 		case *ast.TagNode:
 			n = x.Value
@@ -285,10 +319,20 @@ func unwrap(n ast.Node) ast.Node {
 			n = x.Value
 		case *ast.MappingKeyNode:
 			n = x.Value
+		case *ast.AliasNode:
+			if d == nil || x.Value == nil {
+				return n
+			}
+			target, ok := d.anchors[x.Value.String()]
+			if !ok {
+				return n
+			}
+			n = target
 		default:
 			return n
 		}
 	}
+	return n
 }
 
 func fieldsOf(t reflect.Type) map[string]int {
