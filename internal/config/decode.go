@@ -91,9 +91,14 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		return &cfg, probs
 	}
 	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}}
-	for _, n := range ast.FilterFile(ast.AnchorType, file) {
-		if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
-			d.anchors[a.Name.String()] = a.Value
+	for _, doc := range file.Docs {
+		if doc == nil || doc.Body == nil {
+			continue // ast.FilterFile panics on an empty document
+		}
+		for _, n := range ast.Filter(ast.AnchorType, doc.Body) {
+			if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
+				d.anchors[a.Name.String()] = a.Value
+			}
 		}
 	}
 	bad := map[string]bool{}
