@@ -130,7 +130,8 @@ type Config struct {
 	// RetryInterval spaces the probes while Redis fails. Default 250ms.
 	RetryInterval time.Duration `yaml:"retry_interval"`
 	// RefillHint is the wait Reserve suggests while a refill is in flight.
-	// Default 2ms.
+	// Default (0): the measured Redis round trip (smoothed), kept within
+	// [100µs, 2ms]; 1ms until the first answer.
 	RefillHint time.Duration `yaml:"refill_hint"`
 	// MaxKeys bounds the per-key lease table (ReserveKey); the least
 	// recently used key is dropped beyond it. Default 10000.
@@ -158,9 +159,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryInterval == 0 {
 		c.RetryInterval = 250 * time.Millisecond
-	}
-	if c.RefillHint == 0 {
-		c.RefillHint = 2 * time.Millisecond
 	}
 	if c.MaxKeys == 0 {
 		c.MaxKeys = 10000

@@ -74,6 +74,7 @@ type Limiter struct {
 	main       *bucket
 	keys       map[string]*bucket
 	queue      []*bucket
+	rtt        time.Duration // smoothed round trip of successful calls
 	st         Stats
 }
 
@@ -279,16 +280,28 @@ func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool
 				if ok { // a borrowing fallback: give it back, hint the wait
 					b.fallback.Cancel(now, n)
 				}
-				return max(w, l.cfg.RefillHint), false
+				return max(w, l.hintLocked()), false
 			}
 		}
-		return max(l.nextProbe.Sub(now), l.cfg.RefillHint), false
+		return max(l.nextProbe.Sub(now), l.hintLocked()), false
 	}
 	l.requestLocked(b, now)
 	if b.queued {
-		return l.cfg.RefillHint, false
+		return l.hintLocked(), false
 	}
-	return max(b.notBefore.Sub(now), l.cfg.RefillHint), false
+	return max(b.notBefore.Sub(now), l.hintLocked()), false
+}
+
+// hintLocked is the wait suggested while a refill is in flight: RefillHint,
+// or the smoothed round trip within [100µs, 2ms] (1ms before any answer).
+func (l *Limiter) hintLocked() time.Duration {
+	if l.cfg.RefillHint > 0 {
+		return l.cfg.RefillHint
+	}
+	if l.rtt == 0 {
+		return time.Millisecond
+	}
+	return min(max(l.rtt, 100*time.Microsecond), 2*time.Millisecond)
 }
 
 func (l *Limiter) cancelN(now time.Time, key []byte, n int) {
@@ -388,12 +401,13 @@ func (l *Limiter) refillOne() bool {
 	}
 	l.mu.Unlock()
 
-	start := time.Now()
+	start := time.Now() // wall clock: for the round-trip hint and hooks only
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Timeout)
 	res, err := runScript(ctx, l.client, b.key, l.u, take, least)
 	cancel()
+	rtt := time.Since(start)
 	if l.callHooks != nil {
-		l.callHooks.OnRedisCall(l.cfg.Name, time.Since(start), err)
+		l.callHooks.OnRedisCall(l.cfg.Name, rtt, err)
 	}
 
 	l.mu.Lock()
@@ -414,6 +428,11 @@ func (l *Limiter) refillOne() bool {
 			}
 		}
 	} else {
+		if l.rtt == 0 {
+			l.rtt = rtt
+		} else {
+			l.rtt = (3*l.rtt + rtt) / 4
+		}
 		l.st.Taken += uint64(res.granted)
 		b.lease += res.granted
 		if b.lease >= b.want {
