@@ -125,6 +125,32 @@ func TestHiddenHelpers(t *testing.T) {
 	}
 }
 
+// TestProduceKafka: `pacer produce --kafka` (compose's producer) writes the
+// whole plan to a topic.
+func TestProduceKafka(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.UniqueName(t, "load")
+	r := runBin(t, nil, "produce", "--kafka", strings.Join(brokers, ","), "--topic", topic,
+		"--spike", "15", "--steady", "10", "--steady-rate", "200", "--gap", "0s")
+	if r.code != 0 {
+		t.Fatalf("produce = %d\n%s", r.code, r.stderr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := 0
+	for got < 40 && ctx.Err() == nil {
+		got += cl.PollFetches(ctx).NumRecords()
+	}
+	if got != 40 {
+		t.Errorf("topic holds %d records, want 40", got)
+	}
+}
+
 func containsInt(xs []int, x int) bool {
 	for _, v := range xs {
 		if v == x {
