@@ -84,6 +84,15 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Warn("nats: disconnected", "err", err)
 		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			// A slow-consumer drop (seen after reconnects) costs a delay,
+			// not a message: the server redelivers after AckWait.
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			log.Warn("nats: async error", "subject", subj, "err", err)
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats: reconnected", "server", nc.ConnectedUrlRedacted())
 		}),
@@ -151,11 +160,12 @@ type Config struct {
 	MaxDeliver    int           `yaml:"max_deliver"`     // default unlimited
 	DeliverPolicy DeliverPolicy `yaml:"deliver_policy"`
 
-	// Batch is the most messages asked per pull (default 32). A new pull
-	// starts only once every message of the previous one was handed over,
-	// so at most Batch messages wait in pacer's hands unseen by the engine.
+	// Batch is the most messages asked per pull (default 32). The next pull
+	// starts once at most Batch/2 fetched messages wait for the engine, so
+	// at most 1.5 x Batch wait in pacer's hands unseen by the engine, never
+	// the library's 500-message default.
 	Batch int `yaml:"batch"`
-	// FetchWait is how long one pull waits for messages (default 2s).
+	// FetchWait is the expiry of one pull request (default 5s).
 	FetchWait time.Duration `yaml:"fetch_wait"`
 	// KeyHeader names the header whose value becomes Message.Key
 	// ("Pacer-Key" if empty).
@@ -210,7 +220,7 @@ func (c *Config) withDefaults() Config {
 		cc.Batch = 32
 	}
 	if cc.FetchWait == 0 {
-		cc.FetchWait = 2 * time.Second
+		cc.FetchWait = 5 * time.Second
 	}
 	if cc.KeyHeader == "" {
 		cc.KeyHeader = "Pacer-Key"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestFetchIsBounded: with the engine not taking messages (deliver blocked),
-// the server shows at most Batch+1 messages pending acknowledgement for the
+// the server shows at most 1.5 x Batch + 1 messages pending acknowledgement for the
 // consumer: no large prefetch.
 func TestFetchIsBounded(t *testing.T) {
 	url := testenv.NATS(t)
@@ -74,7 +75,7 @@ func TestFetchIsBounded(t *testing.T) {
 	publishN(t, js, name+".in", 0, 200)
 	const batch = 5
 	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
-		Batch: batch, FetchWait: 200 * time.Millisecond})
+		Batch: batch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +102,13 @@ func TestFetchIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.NumAckPending > batch+1 {
-		t.Fatalf("NumAckPending = %d while the engine takes nothing, want <= %d", info.NumAckPending, batch+1)
+	// One message taken by the engine, plus at most 1.5 batches pulled.
+	limit := 1 + batch + batch/2
+	if info.NumAckPending > limit {
+		t.Fatalf("NumAckPending = %d while the engine takes nothing, want <= %d", info.NumAckPending, limit)
 	}
-	if n := s.Outstanding(); n > batch+1 {
-		t.Fatalf("Outstanding() = %d want <= %d", n, batch+1)
+	if n := s.Outstanding(); n > limit {
+		t.Fatalf("Outstanding() = %d want <= %d", n, limit)
 	}
 	close(release)
 	waitFor(t, "all 200", func() bool { return got.Load() >= 200 })
@@ -122,7 +125,7 @@ func TestInProgressKeepsHeldMessages(t *testing.T) {
 	const ackWait = 2 * time.Second
 	newSrc := func() *pnats.Source {
 		s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
-			AckWait: ackWait, Batch: 1, FetchWait: 200 * time.Millisecond})
+			AckWait: ackWait, Batch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +202,10 @@ func TestReconnect(t *testing.T) {
 	stream(t, js, name)
 	publishN(t, js, name+".in", 0, 50)
 	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: srv.URL(), ReconnectWait: 20 * time.Millisecond},
-		Stream: name, Consumer: "c", Create: true, Batch: 4, FetchWait: 200 * time.Millisecond})
+		// A short AckWait: after a reconnect the client may drop buffered
+		// messages as a slow consumer; they come back after AckWait.
+		Stream: name, Consumer: "c", Create: true, Batch: 4, AckWait: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +228,7 @@ func TestReconnect(t *testing.T) {
 	_ = nc2
 	publishN(t, js2, name+".in", 50, 50)
 	waitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+	t.Logf("delivered %d, InProgress %d", s.Delivered(), s.InProgressSent())
 }
 
 func TestDeadLetter(t *testing.T) {
@@ -300,4 +307,13 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: error %v does not wrap ErrInvalidConfig", tc.name, err)
 		}
 	}
+}
+
+// tWriter sends a logger's lines to t.Log.
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
 }

@@ -2,9 +2,9 @@
 // and dead-letter publisher.
 //
 // The Source pulls small batches (Config.Batch) and starts the next pull
-// only once the engine has taken every message of the previous one, so
-// messages never wait in a large client-side prefetch while their AckWait
-// runs. Every message it fetched and that is not yet settled is kept alive
+// only once at most half a batch is still waiting for the engine, so at most
+// 1.5 x Batch messages wait client-side (never the library's 500-message
+// prefetch) while their AckWait runs. Every message it fetched and that is not yet settled is kept alive
 // with InProgress once it is older than half the consumer's AckWait, so a
 // message waiting for tokens is not redelivered elsewhere.
 //
@@ -32,8 +32,8 @@ var _ pacer.Source = (*Source)(nil)
 //
 // Pause stops pulling. After Pause returns at most one message may still be
 // handed to deliver (one already being handed over); messages of a pull
-// under way are held, kept alive with InProgress, and handed over after
-// Resume. Pause never touches the server-side consumer (PauseConsumer would
+// under way (at most 1.5 x Batch) are held, kept alive with InProgress, and
+// handed over after Resume. Pause never touches the server-side consumer (PauseConsumer would
 // pause every worker).
 //
 // Run does not close the connection when it returns, so that the engine can
@@ -165,7 +165,9 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	local := make(chan *tracked, s.cfg.Batch)
+	// At most Batch/2 not yet handed over when a pull starts, plus Batch
+	// from it: the channel never blocks the puller.
+	local := make(chan *tracked, s.cfg.Batch+s.cfg.Batch/2+1)
 	var unhanded atomic.Int64
 	handed := make(chan struct{}, 1)
 
@@ -237,7 +239,9 @@ func (s *Source) consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consume
 func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<- *tracked, unhanded *atomic.Int64, handed <-chan struct{}) {
 	backoff := 50 * time.Millisecond
 	for {
-		for unhanded.Load() > 0 {
+		// Pipelined: the next pull starts once at most half a batch is
+		// still waiting to be handed over.
+		for unhanded.Load() > int64(s.cfg.Batch/2) {
 			select {
 			case <-handed:
 			case <-ctx.Done():

@@ -78,7 +78,6 @@ func natsEnv(t *testing.T, url string) sourcetest.Env {
 				Create:        true,
 				AckWait:       testAckWait,
 				Batch:         8,
-				FetchWait:     500 * time.Millisecond,
 			})
 			if err != nil {
 				t.Fatal(err)
