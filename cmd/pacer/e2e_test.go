@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -87,6 +88,9 @@ sink:
   type: http
   http:
     url: %s/orders
+    bearer_token: tok-SECRET-4711
+    headers:
+      X-Api-Key: key-SECRET-4712
 admin:
   listen: %s
 drain_timeout: 5s
@@ -154,12 +158,24 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 		t.Errorf("last_errors empty after a bad reload")
 	}
 
+	// The secrets reached the API, and nowhere else.
+	if h := api.Accepted()[0].Header; h.Get("Authorization") != "Bearer tok-SECRET-4711" || h.Get("X-Api-Key") != "key-SECRET-4712" {
+		t.Errorf("API did not get the credentials: %v", h)
+	}
+	raw, _ := json.Marshal(st)
+	if strings.Contains(string(raw), "SECRET") {
+		t.Errorf("/status shows a secret: %s", raw)
+	}
+
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t, 20*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 	if !strings.Contains(p.logs(), "stopped cleanly") {
 		t.Errorf("no clean-stop log")
+	}
+	if strings.Contains(p.logs(), "SECRET") {
+		t.Errorf("debug logs show a secret:\n%s", p.logs())
 	}
 }
 
