@@ -232,6 +232,8 @@ func TestValidateCombinations(t *testing.T) {
 		{"remote admin", minimal + "admin:\n  listen: 0.0.0.0:9090\n", "admin.listen", "loopback"},
 		{"adaptive floor above rate", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  adaptive:\n    mode: aimd\n    min: 200/s", 1), "shaping.adaptive.min", "above shaping.rate"},
 		{"batch above burst", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  burst: 5", 1) + "batching:\n  size: 10\n", "batching.size", "above shaping.burst"},
+		{"dlq inside the filter", strings.Replace(minimal, "stream: ORDERS", "stream: ORDERS\n    filter_subject: orders.>", 1) + "dead_letter:\n  type: subject\n  subject: orders.dlq\n", "dead_letter.subject", "consume its own dead letters"},
+		{"dlq is a source topic", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t, u]\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\ndead_letter:\n  type: topic\n  topic: u\n", "dead_letter.topic", "consume its own dead letters"},
 		{"ordering partition", minimal + "ordering: partition\n", "ordering", "not one of"},
 		{"global without url", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    rate: 5/s", 1), "shaping.global.redis_url", "missing"},
 		{"backoff upside down", minimal + "retry:\n  initial_backoff: 2s\n  max_backoff: 1s\n", "retry.max_backoff", "below"},
@@ -392,5 +394,19 @@ sink:
 	// A self-referencing alias neither hangs nor panics.
 	if _, err := Parse([]byte("source: &s\n  kafka: *s\n"), nil); err == nil {
 		t.Error("want problems")
+	}
+}
+
+func TestSubjectMatches(t *testing.T) {
+	for _, tc := range []struct {
+		f, s string
+		want bool
+	}{
+		{"a.>", "a.b", true}, {"a.>", "a", false}, {"a.>", "a.b.c", true}, {"a.*", "a.b", true},
+		{"a.*", "a.b.c", false}, {"a.b", "a.b", true}, {"a.b", "a.c", false}, {"events.in.>", "events.dlq", false},
+	} {
+		if got := subjectMatches(tc.f, tc.s); got != tc.want {
+			t.Errorf("subjectMatches(%q, %q) = %v want %v", tc.f, tc.s, got, tc.want)
+		}
 	}
 }

@@ -329,12 +329,20 @@ func (v *validator) deadLetter() {
 		if d.Topic == "" {
 			v.add("dead_letter.topic", "missing: required with type topic")
 		}
+		for _, t := range v.c.Source.Kafka.Topics {
+			if t == d.Topic && v.c.Source.Type == "kafka" {
+				v.add("dead_letter.topic", "%q is also a source topic: pacer would consume its own dead letters", d.Topic)
+			}
+		}
 	case "subject":
 		if v.c.Source.Type != "nats" {
 			v.add("dead_letter.type", "subject dead letters need a nats source (source.type is %q); use topic or file", v.c.Source.Type)
 		}
 		if d.Subject == "" {
 			v.add("dead_letter.subject", "missing: required with type subject")
+		}
+		if n := v.c.Source.NATS; v.c.Source.Type == "nats" && d.Subject != "" && (n.FilterSubject == "" || subjectMatches(n.FilterSubject, d.Subject)) {
+			v.add("dead_letter.subject", "%q is within source.nats.filter_subject %q: pacer would consume its own dead letters (if the stream captures it)", d.Subject, orDefault(n.FilterSubject, "(the whole stream)"))
 		}
 	case "file":
 		if d.Path == "" {
@@ -390,4 +398,19 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// subjectMatches reports whether NATS subject s matches filter f ("*" one
+// token, ">" the rest).
+func subjectMatches(f, s string) bool {
+	ft, st := strings.Split(f, "."), strings.Split(s, ".")
+	for i, t := range ft {
+		if t == ">" {
+			return len(st) > i
+		}
+		if i >= len(st) || (t != "*" && t != st[i]) {
+			return false
+		}
+	}
+	return len(ft) == len(st)
 }
