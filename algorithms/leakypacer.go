@@ -15,7 +15,7 @@ type LeakyPacerConfig struct {
 	Capacity int
 	// Slack lets the schedule fall behind by up to Slack slots after a stall,
 	// so that many events may then depart back to back to catch up; a burst
-	// is never more than 1+Slack events. 0 = strict spacing.
+	// of single events is never more than 1+Slack. 0 = strict spacing.
 	Slack int
 }
 
@@ -27,8 +27,9 @@ type LeakyPacerConfig struct {
 // 1/r: a grant of n departs at d and the next grant departs at or after
 // d + n/r, exactly (integer ns plus a remainder, waits rounded up to a ns).
 // With Slack s, the scheduled departures keep that spacing but may lie up to
-// s slots in the past, so actual departures number at most r*(t2-t1) + 1 + s
-// in any interval [t1, t2].
+// s slots in the past, so the permits departing in any interval [t1, t2]
+// number at most r*(t2-t1) + m + s, m the largest grant (1 for single
+// events).
 //
 // Choose it to protect others: a downstream that must never see more than r.
 // A stale now is treated as the latest time seen. Safe for concurrent use

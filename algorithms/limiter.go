@@ -10,6 +10,13 @@
 // one word, measures a stale now from itself, which finds no more room than
 // the later callers left and gives a wait to the same conformance instant.
 //
+// Exactness: each algorithm computes a grant's instant exactly (a rational
+// number of nanoseconds) and returns the wait rounded up to a whole
+// nanosecond. When the permit interval Per/Count is itself a whole number of
+// nanoseconds, the bounds stated in the docs hold exactly at the returned
+// times; otherwise they hold exactly at the grant instants, i.e. at the
+// returned times up to r x 1ns (a billionth of a permit per second of rate).
+//
 // Times are kept in integer nanoseconds relative to a limiter's
 // construction (clamped about 73 years away; GCRA: see its doc), or as Unix
 // nanoseconds for the calendar-aligned windows, so no decision overflows.
