@@ -23,9 +23,11 @@ const gcraMaxDen = 8
 const gcraMaxTicks = int64(1) << 61
 
 // GCRA is the generic cell rate algorithm (virtual scheduling): one int64,
-// the theoretical arrival time, updated by a lock-free compare-and-swap. It
-// admits exactly what a TokenBucket with the same rate and burst admits (a
-// property test checks this decision by decision on random arrivals).
+// the theoretical arrival time, updated by a lock-free compare-and-swap. On
+// non-decreasing times and a rate it holds exactly (below), it makes exactly
+// the decisions, with the same waits, of a TokenBucket with the same rate,
+// burst and MaxWait (a property test and a fuzz target check this decision by
+// decision on random arrivals, with cancels).
 //
 // Guarantee: permits granted for use in any interval [t1, t2] number at most
 // r*(t2-t1) + b. Time is kept in ticks of 1/D ns, where D is the reduced

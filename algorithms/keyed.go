@@ -15,7 +15,9 @@ type KeyedConfig struct {
 	// (Burst/Rate for a bucket), so that eviction never hands a key more than
 	// it would have had anyway. 0 = keys never go idle.
 	IdleTTL time.Duration
-	// New makes the limiter of a key first seen at now. Required.
+	// New makes the limiter of a key first seen at now. Required. It is
+	// called with the table locked, so it must not call back into the
+	// Keyed; when it fails the request is refused (wait 0).
 	New func(now time.Time) (Limiter, error)
 }
 
