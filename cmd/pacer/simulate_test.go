@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/config"
+)
+
+func TestMaxInWindow(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms ...int) []time.Time {
+		var ts []time.Time
+		for _, m := range ms {
+			ts = append(ts, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return ts
+	}
+	for _, tc := range []struct {
+		ts   []time.Time
+		want int
+	}{
+		{nil, 0},
+		{at(0), 1},
+		{at(0, 999), 2},
+		{at(0, 1000), 1},
+		{at(0, 10, 20, 1005, 1010), 3},
+		{at(0, 10, 20, 999, 1010), 4},
+	} {
+		if got := maxInWindow(tc.ts, time.Second); got != tc.want {
+			t.Errorf("maxInWindow(%v) = %d want %d", tc.ts, got, tc.want)
+		}
+	}
+}
+
+// TestSimulateProperties: over random traces and shapings, the simulator
+// admits every arrival exactly once, keeps the queue within its size, and
+// its own independent window count never exceeds the envelope
+// min(rate+burst, peak+1) per second.
+func TestSimulateProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		rate := rapid.IntRange(1, 500).Draw(t, "rate")
+		burst := rapid.IntRange(1, 200).Draw(t, "burst")
+		s := config.Default().Shaping
+		s.Rate = config.Rate{Rate: algorithms.Rate{Count: int64(rate), Per: time.Second}}
+		s.Burst = burst
+		if rapid.Bool().Draw(t, "peak") {
+			p := rate + rapid.IntRange(0, 500).Draw(t, "extra")
+			s.Peak = config.Rate{Rate: algorithms.Rate{Count: int64(p), Per: time.Second}}
+		}
+		s.QueueSize = rapid.IntRange(1, 300).Draw(t, "queue")
+		rows := rapid.IntRange(1, 40).Draw(t, "rows")
+		var b strings.Builder
+		b.WriteString("seconds,count\n")
+		sec := 0.0
+		for i := range rows {
+			sec += rapid.Float64Range(0.05, 5).Draw(t, fmt.Sprintf("gap%d", i))
+			fmt.Fprintf(&b, "%g,%d\n", sec, rapid.IntRange(0, 800).Draw(t, fmt.Sprintf("n%d", i)))
+		}
+		dir, err := os.MkdirTemp("", "sim")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "t.csv")
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := readTrace(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := simulate(s, tr, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.arrived != tr.total() || res.admitted != res.arrived || res.unfinished != 0 {
+			t.Fatalf("arrived %d (trace %d), admitted %d, unfinished %d", res.arrived, tr.total(), res.admitted, res.unfinished)
+		}
+		if res.maxQueue > int64(s.QueueSize) {
+			t.Fatalf("queue reached %d > size %d", res.maxQueue, s.QueueSize)
+		}
+		bound := float64(rate + burst)
+		if !s.Peak.IsZero() {
+			bound = math.Min(bound, s.Peak.PerSecond()+1)
+		}
+		if !res.envelopeOK || float64(res.maxWindow) > bound {
+			t.Fatalf("envelope: %d in one second, bound %g", res.maxWindow, bound)
+		}
+		var sum int64
+		for _, bk := range res.buckets {
+			sum += bk.admitted
+		}
+		if sum != res.admitted {
+			t.Fatalf("buckets hold %d admissions, total %d", sum, res.admitted)
+		}
+	})
+}
