@@ -98,6 +98,10 @@ type worker struct {
 	errors  *errorRecorder
 	reloads int
 	started time.Time
+	// shaping is the engine's current local shaping: its quota and warm-up
+	// limiters are kept across reloads that do not change them, so a
+	// SIGHUP never resets a daily quota or restarts a warm-up.
+	shaping pacer.Shaping
 }
 
 // newWorker builds the source, sink, dead-letter writer, limiters and engine
@@ -120,6 +124,7 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	if err != nil {
 		return nil, err
 	}
+	w.shaping = sh
 	g, err := globalLimiter(cfg.Shaping.Global, log, now)
 	if err != nil {
 		return nil, fmt.Errorf("shaping.global: %w", redactErr(err, cfg.Shaping.Global.RedisURL))
@@ -197,6 +202,20 @@ func (w *worker) reload(e *env, path string) {
 	if w.global != nil {
 		sh.Global = w.global
 	}
+	old := w.cfg.Shaping
+	for i := range cfg.Shaping.Quotas {
+		if i < len(old.Quotas) && old.Quotas[i] == cfg.Shaping.Quotas[i] {
+			sh.Quotas[i] = w.shaping.Quotas[i]
+		}
+	}
+	if n := len(cfg.Shaping.Quotas); cfg.Shaping.Warmup > 0 {
+		switch {
+		case old.Warmup == cfg.Shaping.Warmup && old.Rate == cfg.Shaping.Rate && len(w.shaping.Quotas) > len(old.Quotas):
+			sh.Quotas[n] = w.shaping.Quotas[len(old.Quotas)] // the same warm-up, still warming or warm
+		case time.Since(w.started) >= cfg.Shaping.Warmup.D():
+			sh.Quotas = sh.Quotas[:n] // start-up is over: no new cold start
+		}
+	}
 	if err := w.engine.Reload(sh); err != nil {
 		log.Error("pacer: reload refused; keeping the current settings", "err", err)
 		return
@@ -217,6 +236,7 @@ func (w *worker) reload(e *env, path string) {
 	keepGlobal := w.cfg.Shaping.Global
 	w.cfg.Shaping = cfg.Shaping
 	w.cfg.Shaping.Global = keepGlobal
+	w.shaping = sh
 	w.reloads++
 	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
 }
@@ -269,6 +289,9 @@ func (w *worker) status() any {
 	v.Reloads = w.reloads
 	v.Uptime = time.Since(w.started).Round(time.Second).String()
 	v.LastErrors = w.errors.last()
+	if v.LastErrors == nil {
+		v.LastErrors = []errRecord{}
+	}
 	return v
 }
 

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pacer-dev/pacer/internal/config"
+)
+
+const reloadBase = `source:
+  type: nats
+  nats:
+    url: nats://127.0.0.1:1
+    stream: S
+shaping:
+  rate: RATE
+  warmup: 1h
+  quotas:
+    - {name: daily, limit: 1000/day}
+    - {name: hourly, limit: HOURLY}
+sink:
+  type: stdout
+admin:
+  listen: ""
+`
+
+// TestReloadKeepsQuotaState: a SIGHUP reload keeps the limiters of quotas
+// (and the warm-up) it did not change, so a reload never resets a daily
+// quota; changed ones are rebuilt; a bad file changes nothing.
+func TestReloadKeepsQuotaState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	write := func(rate, hourly string) {
+		t.Helper()
+		text := strings.NewReplacer("RATE", rate, "HOURLY", hourly).Replace(reloadBase)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("10/s", "100/h")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	w, err := newWorker(cfg, log, io.Discard, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, lookup: os.LookupEnv}
+	before := w.shaping.Quotas
+	if len(before) != 3 {
+		t.Fatalf("%d shaping limiters, want 2 quotas + warm-up", len(before))
+	}
+
+	write("10/s", "200/h") // only the hourly quota changes
+	w.reload(e, path)
+	after := w.shaping.Quotas
+	if len(after) != 3 || after[0] != before[0] || after[1] == before[1] || after[2] != before[2] {
+		t.Errorf("reload: daily kept %v, hourly rebuilt %v, warm-up kept %v (want true, true, true)",
+			after[0] == before[0], after[1] != before[1], after[2] == before[2])
+	}
+	if w.reloads != 1 {
+		t.Errorf("reloads = %d", w.reloads)
+	}
+
+	write("10/s", "nonsense")
+	w.reload(e, path)
+	if w.reloads != 1 || w.shaping.Quotas[1] != after[1] || !strings.Contains(logs.String(), "reload failed; keeping the current settings") {
+		t.Errorf("a bad reload changed something (reloads %d) or was not logged:\n%s", w.reloads, logs.String())
+	}
+
+	write("20/s", "200/h") // a new rate: still inside the warm-up hour, so a new warm-up
+	w.reload(e, path)
+	if got := w.shaping.Quotas; len(got) != 3 || got[0] != before[0] || got[2] == before[2] {
+		t.Errorf("rate change: daily kept %v, warm-up rebuilt %v", got[0] == before[0], len(got) == 3 && got[2] != before[2])
+	}
+	if st := w.status().(statusView); st.Configured.Rate != "20/s" || st.Engine.ConfiguredRate != 20 {
+		t.Errorf("status after reload: %+v / %v", st.Configured, st.Engine.ConfiguredRate)
+	}
+}
