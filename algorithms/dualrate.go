@@ -117,13 +117,13 @@ func (d *DualRate) Reserve(now time.Time, n int) (time.Duration, bool) {
 // Cancel gives back n permits to both stages (never above full, never
 // before now).
 func (d *DualRate) Cancel(now time.Time, n int) {
-	if n <= 0 {
-		return
-	}
 	t := rel(now, d.epoch)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t = d.c.clock(t)
+	if n <= 0 {
+		return
+	}
 	d.c.cancel(t, int64(n))
 	if d.peak {
 		if int64(n) == d.undoN && d.next == d.undoAfter {

@@ -74,16 +74,14 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 
 // Cancel gives back n permits counted in the current window.
 func (f *FixedWindow) Cancel(now time.Time, n int) {
-	if n <= 0 {
-		return
-	}
 	t := unixNano(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t < f.last {
 		t = f.last
 	}
-	if floorDiv(t, f.w) == f.idx {
+	f.last = t
+	if n > 0 && floorDiv(t, f.w) == f.idx {
 		f.count = max(f.count-int64(n), 0)
 	}
 }

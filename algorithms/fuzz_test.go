@@ -225,6 +225,7 @@ func FuzzWindows(f *testing.F) {
 		}
 		width := int64(w) / int64(nb)
 		var logUses []use
+		logSeen := time.Duration(0) // the log was constructed at t0
 		fixed := map[int64]int{}
 		sub := map[int64]int{}
 		now, seen := time.Duration(0), time.Duration(math.MinInt64)
@@ -235,8 +236,9 @@ func FuzzWindows(f *testing.F) {
 			now += dt
 			seen = max(seen, now) // stale times count as the latest seen
 			at := t0.Add(now)
+			logSeen = max(logSeen, now)
 			if _, ok := log.Reserve(at, n); ok && n > 0 {
-				logUses = append(logUses, use{seen, n})
+				logUses = append(logUses, use{logSeen, n})
 			}
 			if _, ok := fw.Reserve(at, n); ok && n > 0 {
 				k := t0.Add(seen).UnixNano() / int64(w)

@@ -105,15 +105,15 @@ func (p *LeakyPacer) Reserve(now time.Time, n int) (time.Duration, bool) {
 // Cancel gives back n departure slots (the schedule moves back, never before
 // now minus the slack).
 func (p *LeakyPacer) Cancel(now time.Time, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.clock(now)
 	if n <= 0 {
 		return
 	}
 	if int64(n) > p.cap {
 		n = int(p.cap)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t := p.clock(now)
 	p.next = maxInst(p.st.sub(p.next, p.st.mul(int64(n))), p.st.sub(inst{ns: t}, p.slack))
 }
 

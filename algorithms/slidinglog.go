@@ -37,7 +37,7 @@ func NewSlidingLog(cfg WindowConfig, now time.Time) (*SlidingLog, error) {
 	if err := cfg.validate("sliding log", maxLogLimit); err != nil {
 		return nil, err
 	}
-	l := &SlidingLog{epoch: now, w: int64(cfg.Window), ring: make([]int64, cfg.Limit), last: -maxRel}
+	l := &SlidingLog{epoch: now, w: int64(cfg.Window), ring: make([]int64, cfg.Limit)} // last: now, seen
 	for i := range l.ring {
 		l.ring[i] = -maxRel - maxSpan // long before any window
 	}
@@ -78,8 +78,10 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 
 // Cancel forgets the n most recent grants.
 func (l *SlidingLog) Cancel(now time.Time, n int) {
+	t := rel(now, l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.last = max(l.last, t)
 	L := len(l.ring)
 	for i := 0; i < n && i < L; i++ {
 		// The newest entry sits just before head; make it the oldest.

@@ -119,13 +119,10 @@ func floorMod(a, b int64) int64 {
 
 // Cancel gives back up to n permits counted in the current sub-window.
 func (s *SlidingWindow) Cancel(now time.Time, n int) {
-	if n <= 0 {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := floorDiv(s.clock(now), s.width)
-	if slot := floorMod(k, s.n); s.idx[slot] == k {
+	if slot := floorMod(k, s.n); n > 0 && s.idx[slot] == k {
 		s.cnt[slot] = max(s.cnt[slot]-int64(n), 0)
 	}
 }

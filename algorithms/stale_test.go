@@ -1,6 +1,8 @@
 package algorithms
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -46,4 +48,42 @@ func TestStaleNowSideBySide(t *testing.T) {
 		t.Fatalf("a 90ms group got %d (token bucket), %d (gcra) permits; envelope allows %d", ours, gcra, burst)
 	}
 	t.Logf("10/s burst %d, groups with half the callers 90ms stale: envelope %d per group; TokenBucket %d, GCRA %d, x/time/rate %d", burst, burst, ours, gcra, theirs)
+}
+
+// TestStaleIsLatest: for every mutex-based algorithm, a limiter fed times
+// that jump backwards decides exactly like a twin fed the latest time seen
+// instead (the rule in the package doc). GCRA is covered by
+// TestGCRAJumpBackwards (it measures a stale now from itself).
+func TestStaleIsLatest(t *testing.T) {
+	for mi, mk := range limiterMakers(t) {
+		for iter := 0; iter < 20; iter++ {
+			seed := uint64(mi*100 + iter)
+			lim := mk(rand.New(rand.NewPCG(seed, 1)))
+			if _, isGCRA := lim.(*GCRA); isGCRA {
+				break
+			}
+			twin := mk(rand.New(rand.NewPCG(seed, 1)))
+			rng := rand.New(rand.NewPCG(seed, 2))
+			now, seen := time.Duration(0), time.Duration(0) // constructed at t0
+			switch lim.(type) {
+			case *FixedWindow, *SlidingWindow: // constructed without a time
+				seen = time.Duration(math.MinInt64)
+			}
+			for i := 0; i < 300; i++ {
+				now += time.Duration(rng.Int64N(int64(60*time.Millisecond))) - 20*time.Millisecond
+				seen = max(seen, now)
+				n := rng.IntN(4)
+				if rng.IntN(8) == 0 {
+					lim.Cancel(t0.Add(now), n)
+					twin.Cancel(t0.Add(seen), n)
+					continue
+				}
+				w, ok := lim.Reserve(t0.Add(now), n)
+				tw, tok := twin.Reserve(t0.Add(seen), n)
+				if w != tw || ok != tok {
+					t.Fatalf("%T step %d: Reserve(stale %v, %d) = (%v, %v), twin at %v: (%v, %v)", lim, i, now, n, w, ok, seen, tw, tok)
+				}
+			}
+		}
+	}
 }

@@ -154,17 +154,18 @@ func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
 // Cancel gives back n permits: right after their grant exactly, otherwise
 // by moving the schedule back n/r (never before now).
 func (w *WarmUp) Cancel(now time.Time, n int) {
-	if n <= 0 {
-		return
-	}
 	t := rel(now, w.epoch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	t = max(t, w.last)
+	w.last = t
+	if n <= 0 {
+		return
+	}
 	if int64(n) == w.undoN && w.next == w.undoAfter {
 		w.next, w.stored, w.undoN = w.undoNext, w.undoStored, 0
 		return
 	}
-	t = max(t, w.last)
 	w.next = maxInst(w.st.sub(w.next, w.st.mul(min(int64(n), w.maxN))), inst{ns: t})
 }
 

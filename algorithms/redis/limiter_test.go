@@ -494,3 +494,34 @@ func TestClusterClient(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveDoesNotWaitForRedis: with Redis answering after 500ms, Reserve
+// returns at once, refusing with a hint, while the refill is still in flight
+// (no call has completed yet); the answer then serves later Reserves.
+func TestReserveDoesNotWaitForRedis(t *testing.T) {
+	e := newEnv(t)
+	p := testenv.NewTCPProxy(t, e.client.Options().Addr)
+	u, err := url.Parse(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = p.Addr()
+	p.SetDelay(500 * time.Millisecond)
+	cfg := e.cfg("nowait", algorithms.PerSecond(1000), 10)
+	cfg.URL, cfg.Timeout = u.String(), 10*time.Second
+	l := newLimiter(t, cfg)
+	for i := 0; i < 100; i++ {
+		if w, ok := l.Reserve(time.Now(), 1); ok || w <= 0 {
+			t.Fatalf("Reserve %d while Redis is slow = %v, %v; want a refusal with a hint", i, w, ok)
+		}
+	}
+	if st := l.Stats(); st.Calls != 0 {
+		t.Fatalf("a Redis call completed during the Reserves (%+v): the proxy delays 500ms, so Reserve waited", st)
+	}
+	if !reserveWithin(l, nil, 1, 10*time.Second) {
+		t.Fatalf("no admission once Redis answered: %+v", l.Stats())
+	}
+	if st := l.Stats(); st.Calls == 0 || st.Mode != ModeRedis {
+		t.Fatalf("after the answer: %+v", st)
+	}
+}
