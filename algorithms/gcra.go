@@ -126,7 +126,13 @@ func (g *GCRA) Reserve(now time.Time, n int) (time.Duration, bool) {
 	if int64(n) > g.maxN {
 		return 0, false
 	}
-	t := g.ticks(now)
+	t := int64(now.Sub(g.epoch)) // g.ticks, by hand: it is too big to inline
+	if t > g.maxRel {
+		t = g.maxRel
+	} else if t < -g.maxRel {
+		t = -g.maxRel
+	}
+	t *= g.d
 	inc := int64(n) * g.cost
 	for {
 		old := g.tat.Load()
