@@ -495,7 +495,7 @@ func TestClusterClient(t *testing.T) {
 	}
 }
 
-// TestReserveDoesNotWaitForRedis: with Redis answering after 500ms, Reserve
+// TestReserveDoesNotWaitForRedis: with every Redis answer 300ms late, Reserve
 // returns at once, refusing with a hint, while the refill is still in flight
 // (no call has completed yet); the answer then serves later Reserves.
 func TestReserveDoesNotWaitForRedis(t *testing.T) {
@@ -506,7 +506,7 @@ func TestReserveDoesNotWaitForRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Host = p.Addr()
-	p.SetDelay(500 * time.Millisecond)
+	p.SetDelay(150 * time.Millisecond) // per chunk each way: the dial, HELLO and script take several
 	cfg := e.cfg("nowait", algorithms.PerSecond(1000), 10)
 	cfg.URL, cfg.Timeout = u.String(), 10*time.Second
 	l := newLimiter(t, cfg)
@@ -516,7 +516,7 @@ func TestReserveDoesNotWaitForRedis(t *testing.T) {
 		}
 	}
 	if st := l.Stats(); st.Calls != 0 {
-		t.Fatalf("a Redis call completed during the Reserves (%+v): the proxy delays 500ms, so Reserve waited", st)
+		t.Fatalf("a Redis call completed during the Reserves (%+v): the proxy delays every exchange, so Reserve waited", st)
 	}
 	if !reserveWithin(l, nil, 1, 10*time.Second) {
 		t.Fatalf("no admission once Redis answered: %+v", l.Stats())
