@@ -5,7 +5,7 @@
 // only by one Lua script (see bucketScript) that reads the Redis server's
 // clock, so workers' clock skew does not matter. A worker does not ask Redis
 // per message: it takes a lease of whole tokens (about Config.Lease worth of
-// its recent admission rate, at most Rate*Lease and Burst) and serves
+// its recent admission rate, at most Rate*Lease and Burst/2) and serves
 // Reserve from it. Tokens come out of the bucket before they are admitted, so
 // for every interval of length T, all workers together admit at most
 //
@@ -21,7 +21,13 @@
 // goroutine (the one exception to "algorithms have no goroutines", started by
 // New and stopped by Close) runs refills one at a time, each bounded by
 // Config.Timeout. Cancel returns permits to the local lease; Close returns
-// unused lease tokens to Redis.
+// unused lease tokens to Redis. A call that times out may still have taken
+// tokens on the server; they are lost, never double-spent (the error is on the
+// safe side). Per-key buckets (ReserveKey) are refilled by the same goroutine,
+// one after another.
+//
+// Fail modes: a refill error or timeout switches the Limiter to the policy's
+// mode at once; tokens already leased are still served.
 //
 // When Redis fails or is slow, Config.Policy decides (FailClosed: admit
 // nothing beyond the lease held; FailOpen: a local algorithms.TokenBucket at
