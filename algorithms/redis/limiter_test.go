@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,6 +206,9 @@ func TestPerKey(t *testing.T) {
 // TestEnvelopeProperty: W workers (each its own Limiter, as separate
 // processes would be) with random seeded demand never admit more than
 // r*T + b + W*maxLease in any interval [t1, t2], timed by the admissions.
+// The workers also cancel some grants (Cancel gives permits back to the
+// lease) and now and then restart (Close gives the lease back to Redis, and
+// a new Limiter starts empty): neither may mint permits.
 func TestEnvelopeProperty(t *testing.T) {
 	e := newEnv(t)
 	seed := uint64(time.Now().UnixNano())
@@ -225,16 +229,36 @@ func TestEnvelopeProperty(t *testing.T) {
 				slack int
 			)
 			stop := time.Now().Add(1200 * time.Millisecond)
+			var restarts, cancels atomic.Int64
 			for w := 0; w < workers; w++ {
-				l := newLimiter(t, cfg)
+				l, err := New(cfg, time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
 				slack += max(l.MaxLease(), maxN)
 				wrng := rand.New(rand.NewPCG(seed, uint64(round*100+w)))
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					defer func() { _ = l.Close(context.Background()) }()
 					for time.Now().Before(stop) {
+						if wrng.IntN(300) == 0 { // a worker restarts
+							if err := l.Close(context.Background()); err != nil {
+								t.Errorf("Close: %v", err)
+							}
+							if l, err = New(cfg, time.Now()); err != nil {
+								t.Errorf("New: %v", err)
+								return
+							}
+							restarts.Add(1)
+						}
 						n := 1 + wrng.IntN(maxN)
 						wt, ok := l.Reserve(time.Now(), n)
+						if ok && wrng.IntN(8) == 0 { // dropped before use
+							l.Cancel(time.Now(), n)
+							cancels.Add(1)
+							continue
+						}
 						if ok {
 							at := time.Now() // after the grant, so after Redis took the tokens
 							mu.Lock()
@@ -267,8 +291,8 @@ func TestEnvelopeProperty(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d admitted in 1.2s by %d workers at %d/s burst %d lease slack %d; worst interval margin %.1f (%d..%d)",
-				len(times), workers, rate, burst, slack, -worst, wi, wj)
+			t.Logf("%d admitted in 1.2s by %d workers at %d/s burst %d lease slack %d (%d cancels, %d restarts); worst interval margin %.1f (%d..%d)",
+				len(times), workers, rate, burst, slack, cancels.Load(), restarts.Load(), -worst, wi, wj)
 			if worst > 0 {
 				t.Fatalf("envelope broken: %d admitted in %v > %d/s*T + %d + %d",
 					wj-wi+1, times[wj].Sub(times[wi]), rate, burst, slack)
