@@ -224,15 +224,16 @@ func (l *Limiter) bucketLocked(now time.Time, key []byte) *bucket {
 }
 
 // tagSafe keeps a key printable and free of braces (which would break the
-// hash tag); otherwise it is hex-encoded with an "x" prefix.
+// hash tag); otherwise it is hex-encoded with an "x" prefix. Raw keys that
+// start with 'x' or 's' get an "s" prefix, so the mapping is one-to-one.
 func tagSafe(k string) string {
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c < 0x21 || c > 0x7e || c == '{' || c == '}' {
 			return fmt.Sprintf("x%x", k)
 		}
 	}
-	if strings.HasPrefix(k, "x") {
-		return "s" + k // keep "x..." raw keys apart from hex-encoded ones
+	if strings.HasPrefix(k, "x") || strings.HasPrefix(k, "s") {
+		return "s" + k
 	}
 	return k
 }

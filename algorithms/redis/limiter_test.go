@@ -28,6 +28,20 @@ import (
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
+func TestTagSafe(t *testing.T) {
+	seen := map[string]string{}
+	for _, k := range []string{"", "t1", "x1", "sx1", "s", "ss", "x", "{a}", "a b", "\xff", "x7b617d", "sx7b617d", "ssx1"} {
+		got := tagSafe(k)
+		if strings.ContainsAny(got, "{} ") {
+			t.Errorf("tagSafe(%q) = %q holds a brace or space", k, got)
+		}
+		if prev, dup := seen[got]; dup {
+			t.Errorf("tagSafe(%q) = tagSafe(%q) = %q", k, prev, got)
+		}
+		seen[got] = k
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	ok := Config{Name: "api", Rate: algorithms.PerSecond(300), Burst: 30, URL: "redis://127.0.0.1:6379/0"}
 	if err := ok.Validate(); err != nil {
