@@ -148,14 +148,7 @@ func New(cfg Config, now time.Time) (*Limiter, error) {
 	if ch, ok := cfg.Hooks.(CallHooks); ok {
 		l.callHooks = ch
 	}
-	l.maxLease = 1
-	if l.leasing {
-		per := cfg.Rate.PerSecond() * cfg.Lease.Seconds()
-		// At most half the burst: a worker waiting for its lease to fill
-		// then never needs the bucket full, so tokens do not overflow
-		// while every worker waits.
-		l.maxLease = int(math.Min(float64(max(1, cfg.Burst/2)), math.Max(1, math.Ceil(per))))
-	}
+	l.maxLease = l.maxLeaseFor(cfg.Rate, cfg.Burst)
 	if cfg.Policy == FailOpen {
 		l.fbRate, l.fbBurst, _ = fallbackRate(cfg.Rate, cfg.Burst, cfg.ExpectedWorkers)
 	}
@@ -163,6 +156,64 @@ func New(cfg Config, now time.Time) (*Limiter, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.loop()
 	return l, nil
+}
+
+// maxLeaseFor is min(max(1, burst/2), max(1, ceil(r*Lease))), or 1 without
+// leasing. At most half the burst: a worker waiting for its lease to fill
+// then never needs the bucket full, so tokens do not overflow while every
+// worker waits.
+func (l *Limiter) maxLeaseFor(r algorithms.Rate, burst int) int {
+	if !l.leasing {
+		return 1
+	}
+	per := r.PerSecond() * l.cfg.Lease.Seconds()
+	return int(math.Min(float64(max(1, burst/2)), math.Max(1, math.Ceil(per))))
+}
+
+// SetRate changes the shared rate as this worker applies it from now on
+// (every script call carries the rate, so the bucket refills at the rate of
+// whichever worker calls; give every worker the same rate). Leases already
+// held are kept.
+func (l *Limiter) SetRate(now time.Time, r algorithms.Rate) error {
+	l.mu.Lock()
+	burst := l.cfg.Burst
+	l.mu.Unlock()
+	return l.reshape(r, burst)
+}
+
+// SetBurst changes the shared bucket's capacity, like SetRate.
+func (l *Limiter) SetBurst(now time.Time, burst int) error {
+	l.mu.Lock()
+	r := l.cfg.Rate
+	l.mu.Unlock()
+	return l.reshape(r, burst)
+}
+
+func (l *Limiter) reshape(r algorithms.Rate, burst int) error {
+	if burst < 1 {
+		return fmt.Errorf("%w: burst %d must be >= 1", ErrInvalidConfig, burst)
+	}
+	u, err := unitsFor(r, burst)
+	if err != nil {
+		return err
+	}
+	var fr algorithms.Rate
+	fb := 0
+	if l.cfg.Policy == FailOpen {
+		if fr, fb, err = fallbackRate(r, burst, l.cfg.ExpectedWorkers); err != nil {
+			return fmt.Errorf("%w: fail-open fallback: %w", ErrInvalidConfig, err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg.Rate, l.cfg.Burst, l.u = r, burst, u
+	l.maxLease = l.maxLeaseFor(r, burst)
+	l.fbRate, l.fbBurst = fr, fb
+	l.main.fallback = nil
+	for _, b := range l.keys {
+		b.fallback = nil
+	}
+	return nil
 }
 
 func (l *Limiter) newBucket(key, name string, now time.Time) *bucket {
@@ -242,12 +293,9 @@ func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool
 	if n <= 0 {
 		return 0, true
 	}
-	if n > l.cfg.Burst {
-		return 0, false
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed || n > l.cfg.Burst {
 		return 0, false
 	}
 	if l.stampRetry {
@@ -406,11 +454,12 @@ func (l *Limiter) refillOne() bool {
 		l.mu.Unlock()
 		return true
 	}
+	u := l.u
 	l.mu.Unlock()
 
 	start := time.Now() // wall clock: for the round-trip hint and hooks only
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Timeout)
-	res, err := runScript(ctx, l.client, b.key, l.u, take, least)
+	res, err := runScript(ctx, l.client, b.key, u, take, least)
 	cancel()
 	rtt := time.Since(start)
 	if l.callHooks != nil {
@@ -503,7 +552,11 @@ func (l *Limiter) Stats() Stats {
 
 // MaxLease is the most tokens one worker holds for one bucket when the
 // requests are at most this size: the per-worker slack in the envelope.
-func (l *Limiter) MaxLease() int { return l.maxLease }
+func (l *Limiter) MaxLease() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxLease
+}
 
 // Take runs the script once, synchronously: it takes up to n tokens of the
 // shared budget (key nil) or of key's budget, all or nothing when exact is
@@ -518,6 +571,7 @@ func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (gran
 		k = l.cfg.Prefix + "{" + l.cfg.Name + ":" + tagSafe(string(key)) + "}"
 	}
 	l.st.Calls++
+	u := l.u
 	l.mu.Unlock()
 	if closed {
 		return 0, 0, ErrClosed
@@ -526,7 +580,7 @@ func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (gran
 	if exact {
 		least = n
 	}
-	res, err := runScript(ctx, l.client, k, l.u, n, least)
+	res, err := runScript(ctx, l.client, k, u, n, least)
 	if err != nil {
 		l.mu.Lock()
 		l.st.Errors++
@@ -559,13 +613,13 @@ func (l *Limiter) Close(ctx context.Context) error {
 	var errs []error
 	for _, b := range bs {
 		l.mu.Lock()
-		n := b.lease
+		n, u := b.lease, l.u
 		b.lease = 0
 		l.mu.Unlock()
 		if n == 0 {
 			continue
 		}
-		_, err := runScript(ctx, l.client, b.key, l.u, -n, 0)
+		_, err := runScript(ctx, l.client, b.key, u, -n, 0)
 		l.mu.Lock()
 		l.st.Calls++
 		if err != nil {

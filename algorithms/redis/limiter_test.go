@@ -563,3 +563,39 @@ func TestReserveDoesNotWaitForRedis(t *testing.T) {
 		t.Fatalf("after the answer: %+v", st)
 	}
 }
+
+// TestSetRateBurst: a new burst applies to the next script call (a missing
+// key is a full bucket of the new size) and to the lease bound; invalid
+// values are refused and change nothing.
+func TestSetRateBurst(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("reshape", algorithms.Rate{Count: 1, Per: time.Hour}, 2)
+	cfg.Lease = time.Hour
+	l := newLimiter(t, cfg)
+	if got := l.MaxLease(); got != 1 {
+		t.Fatalf("MaxLease() = %d want 1", got)
+	}
+	now := time.Now()
+	if err := l.SetBurst(now, 0); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("SetBurst(0) = %v want ErrInvalidConfig", err)
+	}
+	if err := l.SetRate(now, algorithms.Rate{}); err == nil {
+		t.Fatalf("SetRate(zero) accepted")
+	}
+	if err := l.SetRate(now, algorithms.Rate{Count: 10, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetBurst(now, 6); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.MaxLease(); got != 3 {
+		t.Fatalf("MaxLease() after SetBurst(6) at 10/h with a 1h lease = %d want 3", got)
+	}
+	got, _, err := l.Take(context.Background(), nil, 10, false)
+	if err != nil || got != 6 {
+		t.Fatalf("Take(10) from a fresh bucket after SetBurst(6) = %d, %v; want 6", got, err)
+	}
+	if _, ok := l.Reserve(now, 7); ok {
+		t.Fatalf("Reserve(7) > burst 6 admitted")
+	}
+}
