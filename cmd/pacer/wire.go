@@ -81,6 +81,7 @@ func globalLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Lim
 	}
 	return redis.New(redis.Config{
 		Name:            g.Key,
+		Prefix:          g.Prefix,
 		Rate:            g.Rate.Rate,
 		Burst:           max(1, g.Burst),
 		URL:             g.RedisURL.Reveal(),

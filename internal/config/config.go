@@ -172,9 +172,11 @@ type Quota struct {
 type Global struct {
 	RedisURL Secret `yaml:"redis_url" json:"redis_url"`
 	// Key names the shared budget; workers with the same key share it.
-	Key   string `yaml:"key" json:"key"`
-	Rate  Rate   `yaml:"rate" json:"rate"`
-	Burst int    `yaml:"burst" json:"burst"`
+	Key string `yaml:"key" json:"key"`
+	// Prefix starts every Redis key (default "pacer:").
+	Prefix string `yaml:"prefix" json:"prefix"`
+	Rate   Rate   `yaml:"rate" json:"rate"`
+	Burst  int    `yaml:"burst" json:"burst"`
 	// Lease is the lease window: a worker takes about this long's worth of
 	// its recent rate from Redis at a time (default 100ms).
 	Lease Duration `yaml:"lease" json:"lease"`
@@ -331,7 +333,7 @@ func Default() Config {
 			QueueSize:   1000,
 			MaxInFlight: 16,
 			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
-			Global: Global{Key: "pacer", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
+			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed"},
 			Adaptive: Adaptive{Mode: "off", Decrease: 0.5, Interval: Duration(time.Second)},
 		},

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// TestRunTwoWorkersShareRedisBudget: two `pacer run` processes share one
+// JetStream consumer and one Redis budget of 40/s (burst 10), each with a
+// local rate of 200/s. The API never sees more than the global envelope.
+func TestRunTwoWorkersShareRedisBudget(t *testing.T) {
+	const n = 160
+	url, stream, _ := setupNATS(t, n)
+	rs := testenv.Redis(t)
+	api := testapi.New(testapi.Config{Rate: 1000})
+	t.Cleanup(api.Close)
+	cfg := func(admin string) string {
+		return writeFile(t, "w.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+    consumer: shared
+shaping:
+  rate: 200/s
+  burst: 20
+  global:
+    redis_url: %s
+    prefix: %q
+    key: budget
+    rate: 40/s
+    burst: 10
+sink:
+  type: http
+  http:
+    url: %s/orders
+admin:
+  listen: %s
+drain_timeout: 5s
+`, url, stream, rs.URL, rs.Prefix, api.URL(), admin))
+	}
+	a1, a2 := freeAddr(t), freeAddr(t)
+	p1 := start(t, nil, "run", "-c", cfg(a1))
+	p2 := start(t, nil, "run", "-c", cfg(a2))
+	eventually(t, 60*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
+	for _, p := range []*proc{p1, p2} {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range []*proc{p1, p2} {
+		if code := p.wait(t, 20*time.Second); code != 0 {
+			t.Errorf("exit = %d want 0", code)
+		}
+	}
+	var times []time.Time
+	for _, r := range api.Accepted() {
+		times = append(times, r.Time)
+	}
+	// Global envelope 40/s + 10 in any second; +2 for arrival jitter of
+	// two processes' requests.
+	if got := maxInWindow(times, time.Second); got > 52 {
+		t.Errorf("API saw %d requests in one second; the shared budget allows 50", got)
+	}
+	if st := api.Stats(); st.Unique != n {
+		t.Errorf("API stats %+v want %d unique", st, n)
+	}
+}
