@@ -91,6 +91,9 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 			var it *item
 			it, due = e.ready.pop(e.clock.Now())
 			if it != nil {
+				if e.ready.len() > 0 {
+					e.ready.signal() // someone must own the timer for the rest
+				}
 				return it, gotItem
 			}
 		}
@@ -116,7 +119,15 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 			e.giveBack(slot)
 			return nil, done
 		}
-		wake := due
+		// One waiting worker at a time owns the timer for the next retry
+		// (no herd of MaxInFlight timers firing for one message); a push
+		// kicks the owner so an earlier due time is re-armed.
+		var wake time.Time
+		var kick chan struct{}
+		owner := !due.IsZero() && e.timerOwner.CompareAndSwap(false, true)
+		if owner {
+			wake, kick = due, e.ready.kick
+		}
 		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
 			wake = deadline
 		}
@@ -131,27 +142,43 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		} else {
 			sc = e.slotFreed
 		}
+		var got *item
+		received := false
+		st := gotItem
 		select {
 		case it := <-qc:
-			if it = e.take(it); it != nil {
-				return it, gotItem
-			}
-			continue
+			received = true
+			got = e.take(it) // nil: parked behind its key, holding the slot
 		case <-sc:
 		case <-e.ready.wake:
+		case <-kick:
 		case <-e.finished:
-			e.giveBack(slot)
-			return nil, done
+			st = done
 		case <-tc:
 			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
-				e.giveBack(slot)
-				return nil, timedOut
+				st = timedOut
 			}
 		case <-ctx.Done():
-			e.giveBack(slot)
-			return nil, done
+			st = done
+		}
+		if owner {
+			e.timerOwner.Store(false)
+			// Leaving with work or for good: hand the timer to another
+			// waiter. (Looping back, this worker takes it again itself.)
+			if (received && got != nil || st != gotItem) && e.ready.len() > 0 {
+				e.ready.signal()
+			}
+		}
+		if received {
+			if got != nil {
+				return got, gotItem
+			}
+			continue
 		}
 		e.giveBack(slot)
+		if st != gotItem {
+			return nil, st
+		}
 	}
 }
 

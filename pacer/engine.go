@@ -52,6 +52,7 @@ type Engine struct {
 	admitSem   chan struct{} // one worker at a time waits on the shaper
 	takeSem    chan struct{} // one worker at a time forms a batch
 	finished   chan struct{}
+	timerOwner atomic.Bool // a waiting worker holds the next-retry timer
 	finishOnce sync.Once
 
 	keyMu sync.Mutex
@@ -108,6 +109,7 @@ func New(cfg Config) (*Engine, error) {
 		settleCtx: context.Background(),
 	}
 	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
+	e.ready.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
 		e.keys = make(map[string][]*item)
 	}

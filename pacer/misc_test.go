@@ -175,3 +175,33 @@ func TestStatusIsJSON(t *testing.T) {
 		t.Errorf("status = %s", b)
 	}
 }
+
+// Many idle workers, retries due at scattered times: one worker at a time
+// owns the retry timer and hands it on, so every retry still comes due.
+func TestRetriesComeDueWithManyIdleWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msgs := pacertest.Messages(200)
+		led := pacertest.NewLedger()
+		led.Attach(msgs)
+		sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			if m.Attempt <= 2 {
+				return pacer.Result{Outcome: pacer.Retry, Err: errors.New("503")}, pacer.Feedback{Status: 503}, time.Millisecond
+			}
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, time.Millisecond
+		}}
+		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, MaxInFlight: 256,
+			Retry: pacer.RetryConfig{Seed: 11, Initial: time.Second, Max: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := led.Count(pacer.SettledAck); got != 200 {
+			t.Errorf("acked %d, want 200", got)
+		}
+		if got := len(sink.Deliveries()); got != 600 {
+			t.Errorf("%d attempts, want 600", got)
+		}
+	})
+}

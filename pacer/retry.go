@@ -52,7 +52,8 @@ type readyQueue struct {
 	h    itemHeap
 	seq  uint64
 	n    atomic.Int32
-	wake chan struct{} // cap 1: something was pushed
+	wake chan struct{} // something was pushed (buffered: a token per waiter)
+	kick chan struct{} // cap 1: wakes the worker owning the retry timer
 }
 
 func (q *readyQueue) push(it *item, due time.Time) {
@@ -63,6 +64,15 @@ func (q *readyQueue) push(it *item, due time.Time) {
 	heap.Push(&q.h, it)
 	q.n.Add(1)
 	q.mu.Unlock()
+	q.signal()
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// signal wakes one worker waiting in next.
+func (q *readyQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
