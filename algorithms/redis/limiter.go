@@ -88,15 +88,16 @@ var _ algorithms.Limiter = (*Limiter)(nil)
 
 // Stats is a snapshot of a Limiter's counters, for metrics.
 type Stats struct {
-	Mode     Mode   // current mode
-	Calls    uint64 // Redis script calls (refills, probes, returns)
-	Errors   uint64 // failed or timed-out calls
-	Taken    uint64 // tokens taken from Redis
-	Returned uint64 // tokens given back to Redis (Close)
-	Admitted uint64 // permits granted by Reserve/ReserveKey, less Cancel
-	Fallback uint64 // permits granted by the fail-open fallback
-	Lease    int    // tokens held locally for the shared budget
-	Keys     int    // per-key buckets held locally
+	Mode       Mode   // current mode
+	Calls      uint64 // Redis script calls (refills, probes, returns)
+	RoundTrips uint64 // background round trips (a pipeline of refills is one)
+	Errors     uint64 // failed or timed-out calls
+	Taken      uint64 // tokens taken from Redis
+	Returned   uint64 // tokens given back to Redis (Close)
+	Admitted   uint64 // permits granted by Reserve/ReserveKey, less Cancel
+	Fallback   uint64 // permits granted by the fail-open fallback
+	Lease      int    // tokens held locally for the shared budget
+	Keys       int    // per-key buckets held locally
 }
 
 // bucket is the local side of one Redis bucket: the lease held and the
@@ -431,26 +432,41 @@ func (l *Limiter) loop() {
 	}
 }
 
-// refillOne runs the first queued refill; false when the queue is empty.
+// maxBatch bounds the refills sent in one round trip (a pipeline).
+const maxBatch = 32
+
+// refillOne runs the queued refills, up to maxBatch of them in one round
+// trip (per-key buckets queue up together); false when the queue is empty.
 func (l *Limiter) refillOne() bool {
 	l.mu.Lock()
 	if len(l.queue) == 0 || l.closed {
 		l.mu.Unlock()
 		return false
 	}
-	b := l.queue[0]
-	l.queue[0] = nil
-	l.queue = l.queue[1:]
-	take := l.targetLocked(b) - b.lease
-	least := 1
-	if !l.leasing {
-		least = take
+	var (
+		bs   []*bucket
+		jobs []job
+	)
+	for len(l.queue) > 0 && len(jobs) < maxBatch {
+		b := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		take := l.targetLocked(b) - b.lease
+		if b.want > b.lease && l.mode != ModeRedis {
+			take = max(take, b.want-b.lease)
+		}
+		if take <= 0 {
+			b.queued = false
+			continue
+		}
+		least := 1
+		if !l.leasing {
+			least = take
+		}
+		bs = append(bs, b)
+		jobs = append(jobs, job{key: b.key, n: take, min: least})
 	}
-	if b.want > b.lease && l.mode != ModeRedis {
-		take = max(take, b.want-b.lease)
-	}
-	if take <= 0 {
-		b.queued = false
+	if len(jobs) == 0 {
 		l.mu.Unlock()
 		return true
 	}
@@ -459,43 +475,63 @@ func (l *Limiter) refillOne() bool {
 
 	start := time.Now() // wall clock: for the round-trip hint and hooks only
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.Timeout)
-	res, err := runScript(ctx, l.client, b.key, u, take, least)
+	res, errs := runScripts(ctx, l.client, u, jobs)
 	cancel()
 	rtt := time.Since(start)
+	var firstErr error
+	for _, err := range errs {
+		if err != nil {
+			firstErr = err
+			break
+		}
+	}
 	if l.callHooks != nil {
-		l.callHooks.OnRedisCall(l.cfg.Name, rtt, err)
+		l.callHooks.OnRedisCall(l.cfg.Name, rtt, firstErr)
 	}
 
 	l.mu.Lock()
-	b.queued = false
-	l.st.Calls++
+	l.st.RoundTrips++
 	from := l.mode
-	if err != nil {
-		if l.closed && errors.Is(err, context.Canceled) {
-			l.mu.Unlock()
-			return false
-		}
-		l.st.Errors++
-		l.stampRetry = true
-		if l.mode == ModeRedis {
-			l.mode = ModeFailClosed
-			if l.cfg.Policy == FailOpen {
-				l.mode = ModeFailOpen
+	failed, ok := false, false
+	for i, b := range bs {
+		b.queued = false
+		l.st.Calls++
+		if err := errs[i]; err != nil {
+			if l.closed && errors.Is(err, context.Canceled) {
+				continue
 			}
+			l.st.Errors++
+			failed = true
+			continue
 		}
-	} else {
+		ok = true
+		l.st.Taken += uint64(res[i].granted)
+		b.lease += res[i].granted
+		if b.lease >= b.want {
+			b.want = 0
+		}
+		if res[i].granted < jobs[i].n && res[i].wait > 0 {
+			b.pending, b.stamp = res[i].wait, true
+		}
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	if failed {
+		l.stampRetry = true
+	}
+	switch {
+	case failed && l.mode == ModeRedis:
+		l.mode = ModeFailClosed
+		if l.cfg.Policy == FailOpen {
+			l.mode = ModeFailOpen
+		}
+	case !failed && ok:
 		if l.rtt == 0 {
 			l.rtt = rtt
 		} else {
 			l.rtt = (3*l.rtt + rtt) / 4
-		}
-		l.st.Taken += uint64(res.granted)
-		b.lease += res.granted
-		if b.lease >= b.want {
-			b.want = 0
-		}
-		if res.granted < take && res.wait > 0 {
-			b.pending, b.stamp = res.wait, true
 		}
 		if l.mode != ModeRedis {
 			l.mode = ModeRedis
@@ -509,7 +545,7 @@ func (l *Limiter) refillOne() bool {
 	to := l.mode
 	l.mu.Unlock()
 	if from != to {
-		l.modeChanged(from, to, err)
+		l.modeChanged(from, to, firstErr)
 	}
 	return true
 }

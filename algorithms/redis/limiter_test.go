@@ -599,3 +599,39 @@ func TestSetRateBurst(t *testing.T) {
 		t.Fatalf("Reserve(7) > burst 6 admitted")
 	}
 }
+
+// TestManyKeysPipelined: refills for many keys go out together, several per
+// round trip, and a pipeline that meets NOSCRIPT (after SCRIPT FLUSH) falls
+// back per call without an error.
+func TestManyKeysPipelined(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("many", algorithms.PerSecond(100), 10)
+	cfg.RetryInterval = time.Hour // an error would show as a stuck key
+	l := newLimiter(t, cfg)
+	ctx := context.Background()
+	for round, flush := range []bool{false, true} {
+		if flush {
+			if err := e.client.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys := make([][]byte, 200)
+		for i := range keys {
+			keys[i] = fmt.Appendf(nil, "r%d-k%d", round, i)
+			l.ReserveKey(time.Now(), keys[i], 1) // queue them all
+		}
+		for i, k := range keys {
+			if !reserveWithin(l, k, 1, 5*time.Second) {
+				t.Fatalf("round %d key %d: no admission: %+v", round, i, l.Stats())
+			}
+		}
+	}
+	st := l.Stats()
+	if st.Errors != 0 || st.Mode != ModeRedis {
+		t.Fatalf("stats %+v: want no errors", st)
+	}
+	if st.Calls < 400 || st.RoundTrips >= st.Calls/2 {
+		t.Fatalf("stats %+v: want >= 400 script calls in far fewer round trips", st)
+	}
+	t.Logf("%d script calls in %d round trips", st.Calls, st.RoundTrips)
+}

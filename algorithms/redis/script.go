@@ -154,7 +154,42 @@ type result struct {
 }
 
 func runScript(ctx context.Context, c goredis.Scripter, key string, u units, n, min int) (result, error) {
-	v, err := script.Run(ctx, c, []string{key}, u.num, u.den, u.cap, n, min).Int64Slice()
+	return parseResult(script.Run(ctx, c, []string{key}, u.num, u.den, u.cap, n, min))
+}
+
+// job is one script call of a batch.
+type job struct {
+	key    string
+	n, min int
+}
+
+// runScripts runs the jobs in one round trip (a pipeline of EVALSHA; a job
+// answered NOSCRIPT did not run and is retried with runScript, which loads
+// the script). It returns one result and one error per job.
+func runScripts(ctx context.Context, c goredis.UniversalClient, u units, jobs []job) ([]result, []error) {
+	res, errs := make([]result, len(jobs)), make([]error, len(jobs))
+	if len(jobs) == 1 {
+		res[0], errs[0] = runScript(ctx, c, jobs[0].key, u, jobs[0].n, jobs[0].min)
+		return res, errs
+	}
+	pipe := c.Pipeline()
+	cmds := make([]*goredis.Cmd, len(jobs))
+	for i, j := range jobs {
+		cmds[i] = script.EvalSha(ctx, pipe, []string{j.key}, u.num, u.den, u.cap, j.n, j.min)
+	}
+	_, _ = pipe.Exec(ctx) // errors are per command
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			res[i], errs[i] = runScript(ctx, c, jobs[i].key, u, jobs[i].n, jobs[i].min)
+			continue
+		}
+		res[i], errs[i] = parseResult(cmd)
+	}
+	return res, errs
+}
+
+func parseResult(cmd *goredis.Cmd) (result, error) {
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return result{}, err
 	}
