@@ -22,19 +22,27 @@ func BenchmarkConsume(b *testing.B) {
 	brokers := testenv.Kafka(b)
 	for _, tc := range []struct {
 		name string
-		run  func(b *testing.B, topic string, n int)
+		run  func(b *testing.B, topic string, n int) time.Duration
 	}{
-		{"plain-sarama", runPlain},
-		{"pacer-default", func(b *testing.B, topic string, n int) { runPacer(b, brokers, topic, n, 0) }},
-		{"pacer-buf256", func(b *testing.B, topic string, n int) { runPacer(b, brokers, topic, n, 256) }},
+		{"plain-sarama-defaults", func(b *testing.B, topic string, n int) time.Duration { return runPlain(b, topic, n, 0, 0) }},
+		{"plain-sarama-buf16-fetch64k", func(b *testing.B, topic string, n int) time.Duration { return runPlain(b, topic, n, 16, 64<<10) }},
+		{"pacer-default", func(b *testing.B, topic string, n int) time.Duration { return runPacer(b, brokers, topic, n, 0, 0) }},
+		{"pacer-buf256-fetch1m", func(b *testing.B, topic string, n int) time.Duration {
+			return runPacer(b, brokers, topic, n, 256, 1<<20)
+		}},
+		{"plain-sarama-defaults-last", func(b *testing.B, topic string, n int) time.Duration { return runPlain(b, topic, n, 0, 0) }}, // again last: rules out order effects
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			topic := testenv.UniqueName(b, "bench")
 			benchTopic(b, brokers, topic, b.N)
 			b.ResetTimer()
 			start := time.Now()
-			tc.run(b, topic, b.N)
+			steady := tc.run(b, topic, b.N)
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+			// From the first message on: excludes the group join.
+			if b.N > 1 {
+				b.ReportMetric(float64(b.N-1)/steady.Seconds(), "steady-msgs/s")
+			}
 		})
 	}
 }
@@ -72,32 +80,39 @@ func benchTopic(b *testing.B, brokers []string, topic string, n int) {
 	}
 }
 
-func runPacer(b *testing.B, brokers []string, topic string, n, buf int) {
+func runPacer(b *testing.B, brokers []string, topic string, n, buf int, fetch int32) time.Duration {
 	s, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
-		ChannelBufferSize: buf, SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
+		ChannelBufferSize: buf, FetchDefault: fetch, SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got atomic.Int64
+	var first time.Time
 	done := make(chan struct{})
 	go func() {
 		_ = s.Run(ctx, func(ctx context.Context, m *pacer.Message) error {
 			_ = m.Acker.Ack(ctx)
-			if got.Add(1) == int64(n) {
+			k := got.Add(1)
+			if k == 1 {
+				first = time.Now()
+			}
+			if k == int64(n) {
 				close(done)
 			}
 			return nil
 		})
 	}()
 	<-done
+	return time.Since(first)
 }
 
 type plainHandler struct {
-	got  *atomic.Int64
-	n    int64
-	done chan struct{}
+	got   *atomic.Int64
+	n     int64
+	done  chan struct{}
+	first *atomic.Int64 // unix nanos of the first message
 }
 
 func (plainHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
@@ -105,15 +120,26 @@ func (plainHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (h plainHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for msg := range claim.Messages() {
 		sess.MarkMessage(msg, "")
-		if h.got.Add(1) == h.n {
+		k := h.got.Add(1)
+		if k == 1 {
+			h.first.Store(time.Now().UnixNano())
+		}
+		if k == h.n {
 			close(h.done)
 		}
 	}
 	return nil
 }
 
-func runPlain(b *testing.B, topic string, n int) {
+// runPlain: buf and fetch 0 keep sarama's defaults (256, 1 MiB).
+func runPlain(b *testing.B, topic string, n, buf int, fetch int32) time.Duration {
 	sc := saramaConfig()
+	if buf > 0 {
+		sc.ChannelBufferSize = buf
+	}
+	if fetch > 0 {
+		sc.Consumer.Fetch.Default = fetch
+	}
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	sc.Consumer.Group.Session.Timeout = 6 * time.Second
 	sc.Consumer.Group.Heartbeat.Interval = 100 * time.Millisecond
@@ -125,11 +151,13 @@ func runPlain(b *testing.B, topic string, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got atomic.Int64
-	h := plainHandler{got: &got, n: int64(n), done: make(chan struct{})}
+	var first atomic.Int64
+	h := plainHandler{got: &got, n: int64(n), done: make(chan struct{}), first: &first}
 	go func() {
 		for ctx.Err() == nil {
 			_ = g.Consume(ctx, []string{topic}, h)
 		}
 	}()
 	<-h.done
+	return time.Since(time.Unix(0, first.Load()))
 }

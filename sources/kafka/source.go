@@ -45,11 +45,12 @@ type Source struct {
 	cfg Config
 	sc  *sarama.Config
 
-	mu      sync.Mutex
-	group   sarama.ConsumerGroup // set while Run is running
-	paused  bool
-	resumed chan struct{} // closed while not paused
-	pausedC chan struct{} // closed while paused
+	mu       sync.Mutex
+	group    sarama.ConsumerGroup // set while Run is running
+	paused   bool
+	pausedAt atomic.Bool   // mirrors paused, for the per-message fast path
+	resumed  chan struct{} // closed while not paused
+	pausedC  chan struct{} // closed while paused
 
 	ran     atomic.Bool
 	stopped chan struct{}
@@ -162,6 +163,7 @@ func (s *Source) Pause() {
 		return
 	}
 	s.paused = true
+	s.pausedAt.Store(true)
 	s.resumed = make(chan struct{})
 	close(s.pausedC)
 }
@@ -177,6 +179,7 @@ func (s *Source) Resume() {
 		return
 	}
 	s.paused = false
+	s.pausedAt.Store(false)
 	s.pausedC = make(chan struct{})
 	close(s.resumed)
 }
@@ -237,21 +240,27 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	ctx := sess.Context()
 	topic, partition := claim.Topic(), claim.Partition()
 	s.repause(topic, partition)
-	w := newWatermark(func(next int64) { sess.MarkOffset(topic, partition, next, "") })
+	limit := s.cfg.MaxInFlightPerPartition
+	w := newWatermark(limit, func(next int64) { sess.MarkOffset(topic, partition, next, "") })
 	// Revoke before returning: sarama commits what was marked when the
 	// session is released, and nothing may be marked after that.
 	defer w.revoke()
 
-	limit := s.cfg.MaxInFlightPerPartition
+	// pausedC is refreshed whenever it fires or a pause ends, so the
+	// select below never spins on a stale closed channel.
+	_, _, pausedC := s.pauseState()
 	for {
-		paused, resumed, pausedC := s.pauseState()
-		if paused {
-			select {
-			case <-resumed:
-				continue
-			case <-ctx.Done():
-				return nil
+		if s.pausedAt.Load() {
+			paused, resumed, _ := s.pauseState()
+			if paused {
+				select {
+				case <-resumed:
+				case <-ctx.Done():
+					return nil
+				}
 			}
+			_, _, pausedC = s.pauseState()
+			continue
 		}
 		if n, room := w.pending(); n >= limit {
 			select {
@@ -269,6 +278,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 			}
 			msg = m
 		case <-pausedC:
+			_, _, pausedC = s.pauseState()
 			continue
 		case <-ctx.Done():
 			return nil

@@ -20,7 +20,8 @@ type watermark struct {
 	entries []wmEntry // pending offsets in increasing order, from head
 	head    int
 	revoked bool
-	room    chan struct{} // closed and replaced whenever an entry leaves
+	limit   int           // pending count at which add's caller waits
+	room    chan struct{} // closed and replaced when pending drops below limit
 	mark    func(next int64)
 }
 
@@ -29,8 +30,10 @@ type wmEntry struct {
 	done bool
 }
 
-func newWatermark(mark func(next int64)) *watermark {
-	return &watermark{mark: mark, room: make(chan struct{})}
+// newWatermark: limit is the pending count at which the caller waits for
+// room (0: never).
+func newWatermark(limit int, mark func(next int64)) *watermark {
+	return &watermark{limit: limit, mark: mark, room: make(chan struct{})}
 }
 
 // add records a delivered offset, larger than every offset added before.
@@ -41,7 +44,7 @@ func (w *watermark) add(off int64) {
 }
 
 // pending returns how many added offsets are not yet committed-past, and a
-// channel closed when that number next drops.
+// channel closed when that number next drops below the limit.
 func (w *watermark) pending() (int, <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -70,13 +73,16 @@ func (w *watermark) finish(off int64) bool {
 		n++
 	}
 	last := live[n-1].off
+	wasFull := w.limit > 0 && len(live) >= w.limit
 	w.head += n
 	if w.head > 64 && w.head*2 > len(w.entries) {
 		w.entries = append(w.entries[:0], w.entries[w.head:]...)
 		w.head = 0
 	}
-	close(w.room)
-	w.room = make(chan struct{})
+	if wasFull {
+		close(w.room)
+		w.room = make(chan struct{})
+	}
 	if w.mark != nil {
 		w.mark(last + 1)
 	}

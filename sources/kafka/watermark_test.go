@@ -8,7 +8,7 @@ import (
 
 func TestWatermarkSteps(t *testing.T) {
 	var marks []int64
-	w := newWatermark(func(n int64) { marks = append(marks, n) })
+	w := newWatermark(0, func(n int64) { marks = append(marks, n) })
 	for _, o := range []int64{10, 11, 13, 14} { // 12: a gap (transaction marker)
 		w.add(o)
 	}
@@ -57,7 +57,7 @@ func TestWatermarkProperty(t *testing.T) {
 		}
 		finished := map[int64]bool{}
 		last := int64(-1)
-		w := newWatermark(func(m int64) {
+		w := newWatermark(0, func(m int64) {
 			if m <= last {
 				t.Fatalf("mark went back: %d after %d", m, last)
 			}
@@ -98,4 +98,26 @@ func TestWatermarkProperty(t *testing.T) {
 			t.Fatalf("low() = %d with nothing pending", got)
 		}
 	})
+}
+
+func TestWatermarkRoom(t *testing.T) {
+	w := newWatermark(2, nil)
+	w.add(1)
+	w.add(2)
+	n, room := w.pending()
+	if n != 2 {
+		t.Fatalf("pending = %d want 2", n)
+	}
+	w.finish(2) // 1 still open: nothing leaves
+	select {
+	case <-room:
+		t.Fatalf("room signalled while still full")
+	default:
+	}
+	w.finish(1)
+	select {
+	case <-room:
+	default:
+		t.Fatalf("room not signalled after the watermark moved")
+	}
 }

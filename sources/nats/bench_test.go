@@ -25,7 +25,10 @@ func BenchmarkConsume(b *testing.B) {
 		name string
 		run  func(b *testing.B, js jetstream.JetStream, stream string, n int)
 	}{
-		{"plain-consume", runPlainConsume},
+		{"plain-consume", func(b *testing.B, js jetstream.JetStream, stream string, n int) { runPlainConsume(b, js, stream, n) }},
+		{"plain-consume-max32", func(b *testing.B, js jetstream.JetStream, stream string, n int) {
+			runPlainConsume(b, js, stream, n, jetstream.PullMaxMessages(32))
+		}},
 		{"plain-fetch32", runPlainFetch},
 		{"pacer-batch32", func(b *testing.B, js jetstream.JetStream, stream string, n int) { runPacer(b, url, stream, n, 32) }},
 		{"pacer-batch128", func(b *testing.B, js jetstream.JetStream, stream string, n int) { runPacer(b, url, stream, n, 128) }},
@@ -69,7 +72,7 @@ func consumer(b *testing.B, js jetstream.JetStream, stream string) jetstream.Con
 	return c
 }
 
-func runPlainConsume(b *testing.B, js jetstream.JetStream, stream string, n int) {
+func runPlainConsume(b *testing.B, js jetstream.JetStream, stream string, n int, opts ...jetstream.PullConsumeOpt) {
 	c := consumer(b, js, stream)
 	var got atomic.Int64
 	done := make(chan struct{})
@@ -78,7 +81,7 @@ func runPlainConsume(b *testing.B, js jetstream.JetStream, stream string, n int)
 		if got.Add(1) == int64(n) {
 			close(done)
 		}
-	})
+	}, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
