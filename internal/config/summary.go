@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // EffectiveBurst is shaping.burst, or one second's worth of rate (at least 1)
@@ -44,7 +45,11 @@ func (c *Config) Summary() string {
 		}
 	}
 	s := c.Shaping
-	fmt.Fprintf(&b, "; admit messages at %s sustained (%.6g/s) with bursts of up to %d", s.Rate, s.Rate.PerSecond(), s.EffectiveBurst())
+	fmt.Fprintf(&b, "; admit messages at %s sustained", s.Rate)
+	if s.Rate.Per != time.Second {
+		fmt.Fprintf(&b, " (%.6g/s)", s.Rate.PerSecond())
+	}
+	fmt.Fprintf(&b, " with bursts of up to %d", s.EffectiveBurst())
 	if !s.Peak.IsZero() {
 		fmt.Fprintf(&b, ", never faster than %s (one every %v)", s.Peak, s.Peak.Interval())
 	}
@@ -55,7 +60,7 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, ", at most %s per %s", s.PerKey.Rate, s.PerKey.Key)
 	}
 	for _, q := range s.Quotas {
-		fmt.Fprintf(&b, ", at most %d per %v (%s quota", q.Limit.Count, q.Limit.Per, orDefault(q.Window, "sliding"))
+		fmt.Fprintf(&b, ", at most %s (%s quota", q.Limit, orDefault(q.Window, "sliding"))
 		if q.Name != "" {
 			fmt.Fprintf(&b, " %q", q.Name)
 		}
