@@ -344,3 +344,48 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestLateAcksAfterRevokeIgnored: a consumer stops holding messages and the
+// engine acks them only afterwards; those acks are ignored safely (the
+// session is gone) and the next owner gets every one of them again.
+func TestLateAcksAfterRevokeIgnored(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.UniqueName(t, "late")
+	createTopic(t, brokers, topic, 2)
+	if err := produce(brokers, topic, recs("late", 20)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 50 * time.Millisecond}
+	a, err := kafka.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []*pacer.Message
+	stopA := runSource(t, a, func(ctx context.Context, m *pacer.Message) error {
+		mu.Lock()
+		held = append(held, m)
+		mu.Unlock()
+		return nil
+	})
+	waitFor(t, "20 held at a", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 20 })
+	stopA()
+	for _, m := range held {
+		if err := m.Acker.Ack(context.Background()); err != nil {
+			t.Fatalf("late Ack: %v", err)
+		}
+	}
+	b, err := kafka.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	runSource(t, b, func(ctx context.Context, m *pacer.Message) error {
+		mu.Lock()
+		seen[string(m.Value)] = true
+		mu.Unlock()
+		return m.Acker.Ack(ctx)
+	})
+	waitFor(t, "all 20 again at b", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 20 })
+}

@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -96,5 +97,18 @@ func TestConformance(t *testing.T) {
 			NakRedeliversLive: true,
 		},
 		Setup: func(t *testing.T) sourcetest.Env { return natsEnv(t, url) },
+	})
+}
+
+// TestConformanceInProcess runs the suite on an in-process nats-server too,
+// so that a run with PACER_TEST_NATS_URL set covers both servers.
+func TestConformanceInProcess(t *testing.T) {
+	if os.Getenv("PACER_TEST_NATS_URL") == "" {
+		t.Skip("TestConformance already runs in-process: PACER_TEST_NATS_URL is unset")
+	}
+	url := testenv.StartNATSInProcess(t).URL()
+	sourcetest.Run(t, sourcetest.Harness{
+		Features: sourcetest.Features{PauseBound: 1, NakRedeliversLive: true},
+		Setup:    func(t *testing.T) sourcetest.Env { return natsEnv(t, url) },
 	})
 }
