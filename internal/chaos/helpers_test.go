@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +73,9 @@ type worker struct {
 	admin string
 	done  chan struct{}
 	code  int
+	// ended is set before the suite itself kills or stops the worker; a
+	// worker that exits without it died on its own.
+	ended atomic.Bool
 
 	mu  sync.Mutex
 	out bytes.Buffer // stdout and stderr together
@@ -106,7 +110,13 @@ func startWorker(t *testing.T, cfgPath, admin string, env ...string) *worker {
 		}
 		close(w.done)
 	}()
+	workersMu.Lock()
+	workers[t.Name()] = append(workers[t.Name()], w)
+	workersMu.Unlock()
 	t.Cleanup(func() {
+		workersMu.Lock()
+		delete(workers, t.Name())
+		workersMu.Unlock()
 		w.kill()
 		if t.Failed() {
 			t.Logf("pacer (pid %d) output, last 4000 bytes:\n%s", w.cmd.Process.Pid, tail(w.logs(), 4000))
@@ -132,8 +142,28 @@ func (w *worker) exited() bool {
 	}
 }
 
+// workers are the running workers of each test, by test name, so that
+// eventually can fail at once when one of them dies on its own.
+var (
+	workersMu sync.Mutex
+	workers   = map[string][]*worker{}
+)
+
+// died returns a worker of t that exited without being told to.
+func died(t *testing.T) *worker {
+	workersMu.Lock()
+	defer workersMu.Unlock()
+	for _, w := range workers[t.Name()] {
+		if w.exited() && !w.ended.Load() {
+			return w
+		}
+	}
+	return nil
+}
+
 // kill sends SIGKILL and waits for the process to end.
 func (w *worker) kill() {
+	w.ended.Store(true)
 	if !w.exited() {
 		_ = w.cmd.Process.Signal(syscall.SIGKILL)
 	}
@@ -143,6 +173,7 @@ func (w *worker) kill() {
 // stop sends SIGTERM and waits (bounded) for a clean exit.
 func (w *worker) stop(t *testing.T) int {
 	t.Helper()
+	w.ended.Store(true)
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-w.done:
@@ -196,6 +227,9 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
+		if w := died(t); w != nil {
+			t.Fatalf("waiting for %s: pacer (pid %d) exited on its own with code %d:\n%s", what, w.cmd.Process.Pid, w.code, tail(w.logs(), 4000))
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
@@ -381,28 +415,29 @@ func natsConfig(url, stream, api, admin, shaping string, extra string) string {
 	return fmt.Sprintf(`source:
   type: nats
   nats:
-    url: %s
-    stream: %s
+    url: %[1]s
+    stream: %[2]s
+    filter_subject: %[2]s.>
     consumer: pacer
     ack_wait: 2s
     fetch_batch: 50
 shaping:
-%s
+%[5]s
 sink:
   type: http
   http:
-    url: %s/chaos
+    url: %[3]s/chaos
     timeout: 5s
 retry:
   max_attempts: 0
   initial_backoff: 50ms
   max_backoff: 500ms
 admin:
-  listen: %s
+  listen: %[4]s
 drain_timeout: 5s
 log:
   level: info
-%s`, url, stream, indent(shaping), api, admin, extra)
+%[6]s`, url, stream, api, admin, indent(shaping), extra)
 }
 
 // --- Kafka ---

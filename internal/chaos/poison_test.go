@@ -200,7 +200,13 @@ func TestPoisonNATSSubject(t *testing.T) {
 	for len(got) < n/poisonEvery {
 		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
-			t.Fatalf("reading the dead-letter stream after %d: %v", len(got), err)
+			info, _ := js.Stream(ctx, dstream)
+			var msgs uint64
+			if info != nil {
+				msgs = info.CachedInfo().State.Msgs
+			}
+			st, _ := w.status()
+			t.Fatalf("reading the dead-letter stream after %d %v (stream holds %d; engine %+v): %v", len(got), got, msgs, st.Engine, err)
 		}
 		num, _ := seq(m.Data())
 		got[num] = m.Headers().Get("Pacer-Dlq-Reason")

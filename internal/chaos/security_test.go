@@ -185,7 +185,7 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 	w := startWorker(t, cfgPath, admin)
 	eventually(t, 30*time.Second, "the 19 good messages delivered", func() bool { return api.Stats().Unique >= n-1 })
 	settled := false
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(8 * time.Second)
 	var st status
 	for !settled && time.Now().Before(deadline) {
 		st, _ = w.status()
