@@ -170,7 +170,11 @@ type Config struct {
 	// HighWatermark pauses the source when the queue holds this many;
 	// 0: QueueSize. LowWatermark resumes it; 0: QueueSize/2.
 	HighWatermark, LowWatermark int
-	// MaxInFlight bounds concurrent deliveries; 0: 16.
+	// MaxInFlight is the number of workers, so it bounds concurrent Deliver
+	// calls; 0: 16. Messages taken from the queue and not yet settled
+	// (being delivered, waiting to retry, or parked behind their key) are
+	// bounded by MaxInFlight*BatchSize: the engine holds at most QueueSize
+	// + MaxInFlight*BatchSize messages.
 	MaxInFlight int
 	// BatchSize > 1 groups up to that many messages per Deliver call.
 	BatchSize int
@@ -183,7 +187,10 @@ type Config struct {
 
 	// DrainTimeout bounds how long a stop waits for in-flight deliveries; 0: 30s.
 	DrainTimeout time.Duration
-	// SettleTimeout bounds each Ack/Nak/Term/DeadLetter call; 0: 10s.
+	// SettleTimeout bounds each Nak, Term and DeadLetter call; 0: 10s.
+	// Ack calls get the context passed to Run (without its cancellation),
+	// which keeps the per-message path allocation-free; an Acker should
+	// bound its own network calls.
 	SettleTimeout time.Duration
 	// DeadLetterRetry is the Nak delay after a failed dead-letter write; 0: 5s.
 	DeadLetterRetry time.Duration
