@@ -28,6 +28,14 @@ type controller struct {
 	winQueue time.Duration
 	inFlight int
 
+	// The rate-limit headers' cap: what the downstream said is left in its
+	// window (remaining/reset), in force only until that window resets, so
+	// one tight window never pins the rate down for good.
+	hdrCap   float64
+	hdrUntil time.Time
+	eff      float64     // the rate last applied: min(cur, hdrCap while in force)
+	capped   atomic.Bool // a header cap is in force: feedback must be observed to lift it
+
 	gate   atomic.Int64 // unix nanos: no admission before this
 	active atomic.Bool  // a rate is configured: AIMD/PID/headers may act
 	apply  func(now time.Time, to float64, cause string)
@@ -43,6 +51,9 @@ func (c *controller) setCeiling(rate algorithms.Rate) {
 	c.ceiling = rate.PerSecond()
 	c.active.Store(c.ceiling > 0)
 	c.cur = c.ceiling
+	c.eff = c.ceiling
+	c.hdrUntil = time.Time{}
+	c.capped.Store(false)
 	c.floor = c.cfg.Floor.PerSecond()
 	if c.floor == 0 {
 		c.floor = max(c.ceiling/100, 1.0/60)
@@ -85,11 +96,16 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if useRL {
-		if rl.Remaining > 0 {
-			target := float64(rl.Remaining) / rl.Reset.Seconds()
-			c.set(now, min(max(target, c.floor), c.ceiling), "ratelimit-headers")
-		}
+	if !c.hdrUntil.IsZero() && !now.Before(c.hdrUntil) {
+		c.hdrUntil = time.Time{}
+		c.capped.Store(false)
+		c.refresh(now, "ratelimit-window-reset")
+	}
+	if useRL && rl.Remaining > 0 {
+		c.hdrCap = min(max(float64(rl.Remaining)/rl.Reset.Seconds(), c.floor), c.ceiling)
+		c.hdrUntil = now.Add(rl.Reset)
+		c.capped.Store(true)
+		c.refresh(now, "ratelimit-headers")
 	}
 	switch c.cfg.Mode {
 	case AdaptiveAIMD:
@@ -139,16 +155,28 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	}
 }
 
+// set moves the controller's own rate (AIMD, PID) and applies the
+// effective one.
 func (c *controller) set(now time.Time, to float64, cause string) {
-	if to == c.cur {
+	c.cur = to
+	c.refresh(now, cause)
+}
+
+// refresh applies min(cur, the headers' cap while in force) if it changed.
+func (c *controller) refresh(now time.Time, cause string) {
+	eff := c.cur
+	if !c.hdrUntil.IsZero() && now.Before(c.hdrUntil) {
+		eff = min(eff, c.hdrCap)
+	}
+	if eff == c.eff {
 		return
 	}
-	c.cur = to
-	c.apply(now, to, cause)
+	c.eff = eff
+	c.apply(now, eff, cause)
 }
 
 func (c *controller) current() (cur, ceiling, floor float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cur, c.ceiling, c.floor
+	return c.eff, c.ceiling, c.floor
 }

@@ -219,3 +219,56 @@ func TestSetRateAndReload(t *testing.T) {
 		}
 	})
 }
+
+// A rate-limit header caps the rate only until its window resets: one tight
+// window (5 left, reset in 1s) must not pin the rate down after it.
+func TestRateLimitHeaderCapEndsWithItsWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msgs := pacertest.Messages(400)
+		var mu sync.Mutex
+		first := true
+		sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			fb := pacer.Feedback{Status: 200}
+			if first {
+				first = false
+				fb.RateLimit = &pacer.RateLimitInfo{Limit: 100, Remaining: 5, Reset: time.Second}
+			}
+			return pacer.Result{Outcome: pacer.Delivered}, fb, 0
+		}}
+		log := &rateLog{}
+		e, err := pacer.New(pacer.Config{
+			Source: pacertest.NewSource(msgs), Sink: sink,
+			Shaping:     pacer.Shaping{Rate: algorithms.Rate{Count: 100, Per: time.Second}, Burst: 1},
+			MaxInFlight: 1, Hooks: pacer.Hooks{log},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		var capped, lifted bool
+		for _, c := range log.changes {
+			switch {
+			case c.cause == "ratelimit-headers" && c.to == 5:
+				capped = true
+			case c.cause == "ratelimit-window-reset" && c.to == 100 && c.at.Sub(start) >= time.Second:
+				lifted = true
+			}
+		}
+		if !capped || !lifted {
+			t.Errorf("rate changes %+v: want a cap to 5/s from the headers, lifted back to 100/s after the 1s window", log.changes)
+		}
+		// ~5 messages in the capped second, then 395 at 100/s: about 5s.
+		// Pinned at 5/s it would take 80s.
+		if took > 6*time.Second {
+			t.Errorf("400 messages took %v: the header cap outlived its window", took)
+		}
+	})
+}

@@ -401,7 +401,7 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) 
 			ra = max(ra, results[i].RetryAfter)
 		}
 	}
-	if timed || ra > 0 || fb.RateLimit != nil {
+	if timed || ra > 0 || fb.RateLimit != nil || e.ctrl.capped.Load() {
 		if end.IsZero() {
 			end = e.clock.Now()
 		}

@@ -376,7 +376,6 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limited := cfg.Rate > 0
 	ok := a.lim.AllowN(now, 1)
 	tokens := a.lim.TokensAt(now)
-	burst := a.lim.Burst()
 	var fail Failure
 	if ok {
 		switch {
@@ -406,7 +405,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	if limited {
-		setRateLimitHeaders(w.Header(), cfg, tokens, burst)
+		setRateLimitHeaders(w.Header(), cfg, tokens, !ok)
 	}
 	if !ok {
 		wait := time.Duration((1 - tokens) / cfg.Rate * float64(time.Second))
@@ -487,25 +486,28 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // setRateLimitHeaders writes the IETF structured-field headers
-// (draft-ietf-httpapi-ratelimit-headers-08+) and the X-RateLimit-* trio.
-// The quota is the bucket's rate over the window; Remaining is the whole
-// tokens left; Reset is how long until a token is available when empty, or
-// until the bucket is full otherwise.
-func setRateLimitHeaders(h http.Header, cfg Config, tokens float64, burst int) {
+// (draft-ietf-httpapi-ratelimit-headers-08+) and the X-RateLimit-* trio, in
+// the window reading a client relies on: "you may send r more requests in
+// the next t seconds". For the API's token bucket that is exact: over the
+// next window the client can spend the tokens left plus the window's refill
+// (a bucket refills while it is spent). When the request was refused the
+// answer is r=0 and t is the time until the next token, rounded up to whole
+// seconds as the headers require.
+func setRateLimitHeaders(h http.Header, cfg Config, tokens float64, refused bool) {
 	window := cfg.Window
 	if window <= 0 {
 		window = time.Second
 	}
 	quota := max(1, int64(math.Round(cfg.Rate*window.Seconds())))
-	remaining := max(0, int64(math.Floor(tokens)))
-	var reset time.Duration
-	if remaining == 0 {
-		reset = time.Duration((1 - tokens) / cfg.Rate * float64(time.Second))
-	} else {
-		reset = time.Duration((float64(burst) - tokens) / cfg.Rate * float64(time.Second))
-	}
-	rs := ceilSeconds(reset)
 	ws := ceilSeconds(window)
+	var remaining int64
+	var rs int
+	if refused {
+		rs = ceilSeconds(time.Duration((1 - tokens) / cfg.Rate * float64(time.Second)))
+	} else {
+		rs = ws
+		remaining = max(0, int64(math.Floor(tokens+cfg.Rate*float64(ws))))
+	}
 	h.Set("RateLimit-Policy", fmt.Sprintf(`"bucket";q=%d;w=%d`, quota, ws))
 	h.Set("RateLimit", fmt.Sprintf(`"bucket";r=%d;t=%d`, remaining, rs))
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(quota, 10))
@@ -513,7 +515,6 @@ func setRateLimitHeaders(h http.Header, cfg Config, tokens float64, burst int) {
 	h.Set("X-RateLimit-Reset", strconv.Itoa(rs))
 }
 
-// ceilSeconds rounds d up to whole seconds, at least 1 for any d > 0.
 func ceilSeconds(d time.Duration) int {
 	if d <= 0 {
 		return 0

@@ -69,12 +69,14 @@ func TestBucketThrottles(t *testing.T) {
 		remaining  string
 	}
 	steps := []step{
-		{0, 200, "", "1"},
-		{0, 200, "", "0"},
+		// Remaining: what may still be sent in the next window (1s): the
+		// tokens left plus the window's refill of 10; 0 when refused.
+		{0, 200, "", "11"},
+		{0, 200, "", "10"},
 		{0, 429, "1", "0"},
 		{50 * time.Millisecond, 429, "1", "0"},
-		{50 * time.Millisecond, 200, "", "0"},
-		{time.Second, 200, "", "1"},
+		{50 * time.Millisecond, 200, "", "10"},
+		{time.Second, 200, "", "11"},
 	}
 	for i, st := range steps {
 		c.Add(st.advance)
