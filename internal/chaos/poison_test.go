@@ -206,6 +206,9 @@ func TestPoisonNATSSubject(t *testing.T) {
 				msgs = info.CachedInfo().State.Msgs
 			}
 			st, _ := w.status()
+			for si := range js.ListStreams(ctx).Info() {
+				t.Logf("stream %s %v holds %d", si.Config.Name, si.Config.Subjects, si.State.Msgs)
+			}
 			t.Fatalf("reading the dead-letter stream after %d %v (stream holds %d; engine %+v): %v", len(got), got, msgs, st.Engine, err)
 		}
 		num, _ := seq(m.Data())

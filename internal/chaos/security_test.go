@@ -177,7 +177,7 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 	t.Cleanup(api.Close)
 	api.RejectBodyContaining(`"n":7}`, 400)
 	admin := freeAddr(t)
-	cfgPath := writeFile(t, "none.yaml", natsConfig(url, stream, api.URL(), admin, "rate: 100/s", ""))
+	cfgPath := writeFile(t, "none.yaml", natsConfig(url, stream, api.URL(), admin, "rate: 100/s", "dead_letter:\n  type: none\n"))
 	out, _ := exec.Command(pacerBin, "validate", "-c", cfgPath).CombinedOutput()
 	if !strings.Contains(string(out), "dropping rejected messages") {
 		t.Logf("pacer validate no longer promises to drop rejected messages:\n%s", out)
