@@ -59,25 +59,29 @@ func testPauseResume(t *testing.T, h Harness) {
 	recs := records("pause", 200)
 	publish(t, h, env, recs)
 	src := env.NewSource(t)
+	// deliver may run concurrently (one call per Kafka partition): the
+	// pause decision and its count are taken under c.mu.
 	pausedAt := -1
 	c := start(t, src, func(_ context.Context, c *consumer, m *pacer.Message) action {
 		c.mu.Lock()
-		n := len(c.got)
-		c.mu.Unlock()
-		if n == 19 && pausedAt < 0 {
+		defer c.mu.Unlock()
+		if len(c.got) >= 19 && pausedAt < 0 {
 			src.Pause()
-			pausedAt = 20 // this one is handed over after Pause; count it before
+			pausedAt = len(c.got) + 1 // this one is handed over after Pause; count it before
 		}
 		return doAck
 	})
-	c.waitUntil(t, h.Features.Timeout, "20 messages", func() bool { return len(c.got) >= 20 })
+	c.waitUntil(t, h.Features.Timeout, "20 messages", func() bool { return pausedAt >= 0 && len(c.got) >= pausedAt })
 	extra := c.quiet(h.Features.Quiet)
 	after := c.count()
-	if after-pausedAt > h.Features.PauseBound {
+	c.mu.Lock()
+	at := pausedAt
+	c.mu.Unlock()
+	if after-at > h.Features.PauseBound {
 		t.Fatalf("after Pause: %d messages handed over (%d during a %v watch), documented bound %d",
-			after-pausedAt, extra, h.Features.Quiet, h.Features.PauseBound)
+			after-at, extra, h.Features.Quiet, h.Features.PauseBound)
 	}
-	t.Logf("after Pause: %d messages (bound %d)", after-pausedAt, h.Features.PauseBound)
+	t.Logf("after Pause: %d messages (bound %d)", after-at, h.Features.PauseBound)
 	src.Resume()
 	c.waitAll(t, h.Features.Timeout, recs)
 }
