@@ -156,7 +156,7 @@ type Config struct {
 
 	// For a created consumer:
 	AckWait       time.Duration `yaml:"ack_wait"`        // default 30s
-	MaxAckPending int           `yaml:"max_ack_pending"` // default 1000; align with the engine's queue size + max in flight
+	MaxAckPending int           `yaml:"max_ack_pending"` // default 1000; set >= engine QueueSize + MaxInFlight + 1.5 x Batch
 	MaxDeliver    int           `yaml:"max_deliver"`     // default unlimited
 	DeliverPolicy DeliverPolicy `yaml:"deliver_policy"`
 
