@@ -50,8 +50,9 @@ func runBin(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pacerBin, args...)
+	cmd := exec.CommandContext(ctx, pacerBin, absArgs(t, args)...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = t.TempDir() // files a worker writes by default stay out of the tree
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -62,6 +63,25 @@ func runBin(t *testing.T, env []string, args ...string) result {
 		t.Fatalf("pacer %v: %v", args, err)
 	}
 	return result{code, out.String(), errb.String()}
+}
+
+// absArgs makes relative paths among args (those that exist from the test's
+// directory) absolute, so the binary can run in a temporary directory.
+func absArgs(t *testing.T, args []string) []string {
+	t.Helper()
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.HasPrefix(a, "-") || filepath.IsAbs(a) {
+			continue
+		}
+		if _, err := os.Stat(a); err == nil && strings.ContainsRune(a, filepath.Separator) {
+			if abs, err := filepath.Abs(a); err == nil {
+				out[i] = abs
+			}
+		}
+	}
+	return out
 }
 
 func writeFile(t *testing.T, name, text string) string {
@@ -99,7 +119,9 @@ func TestValidateExamples(t *testing.T) {
 	}
 	for _, f := range files {
 		r := runBin(t, nil, "validate", "-c", f)
-		if r.code != 0 || !strings.HasPrefix(r.stdout, "ok: ") || !strings.Contains(r.stdout, "acknowledge each message only once") {
+		// The summary is wrapped for the terminal: compare it unwrapped.
+		flat := strings.Join(strings.Fields(r.stdout), " ")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "ok: ") || !strings.Contains(flat, "acknowledge each message only once") {
 			t.Errorf("validate %s = %d\nstdout: %s\nstderr: %s", f, r.code, r.stdout, r.stderr)
 		}
 	}
@@ -211,8 +233,9 @@ func (p *proc) logs() string {
 
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(pacerBin, args...), done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(pacerBin, absArgs(t, args)...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Dir = t.TempDir() // files a worker writes by default stay out of the tree
 	p.cmd.Stdout = io.Discard
 	p.cmd.Stderr = p
 	if err := p.cmd.Start(); err != nil {

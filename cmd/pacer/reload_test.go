@@ -46,6 +46,7 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	w, err := newWorker(cfg, log, io.Discard, os.LookupEnv)

@@ -147,6 +147,10 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 			return nil, err
 		}
 	}
+	if dl == nil && cfg.DeadLetter.Type == "none" {
+		dl = dropDeadLetter{log: log}
+	}
+	warnInsecure(cfg, log)
 	sink, err := buildSink(cfg, stdoutW, &w.closers)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)

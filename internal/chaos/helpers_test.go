@@ -98,6 +98,7 @@ func (w *worker) logs() string {
 func startWorker(t *testing.T, cfgPath, admin string, env ...string) *worker {
 	t.Helper()
 	w := &worker{cmd: exec.Command(pacerBin, "run", "-c", cfgPath), admin: admin, done: make(chan struct{})}
+	w.cmd.Dir = t.TempDir() // files a worker writes by default stay out of the tree
 	w.cmd.Env = append(os.Environ(), env...)
 	w.cmd.Stdout, w.cmd.Stderr = w, w
 	if err := w.cmd.Start(); err != nil {

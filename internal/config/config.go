@@ -259,8 +259,11 @@ type Stdout struct {
 
 // DeadLetter is where rejected messages go.
 type DeadLetter struct {
-	// Type: "none" (default: a rejected message is logged and acked),
-	// "topic" (Kafka), "subject" (NATS) or "file" (JSON lines).
+	// Type: "file" (default: JSON lines appended to path, default
+	// pacer-dead-letters.jsonl in the working directory), "topic" (Kafka),
+	// "subject" (NATS), or "none": a rejected message is logged and dropped
+	// (acked). "none" is the only setting that loses messages, so it must
+	// be chosen explicitly.
 	Type    string `yaml:"type" json:"type"`
 	Topic   string `yaml:"topic" json:"topic"`
 	Subject string `yaml:"subject" json:"subject"`
@@ -342,7 +345,7 @@ func Default() Config {
 			SQL:    SQL{Driver: "postgres", Table: "pacer_messages"},
 			Stdout: Stdout{Format: "json"},
 		},
-		DeadLetter: DeadLetter{Type: "none"},
+		DeadLetter: DeadLetter{Type: "file", Path: "pacer-dead-letters.jsonl"},
 		Retry: Retry{
 			MaxAttempts:    10,
 			InitialBackoff: Duration(100 * time.Millisecond),
