@@ -60,9 +60,11 @@ max_in_flight: 4`, ""))
 		t.Errorf("unique accepted = %d want %d (missing %v)", tl.unique, n, tl.missing(n))
 	}
 	wa.checkHeld(t, 50)
-	// Every interval after recovery, seen by the API: r(t2-t1)+b, +1 for
-	// jitter between admission and arrival.
-	checkEnvelope(t, after, rate, burst, 1)
+	// Every interval after recovery, seen by the API: r(t2-t1)+b, plus
+	// r x 50ms + 1 for scheduling jitter between admission in the worker and
+	// arrival at the API on a loaded machine (a stampede after a 10s outage
+	// would be hundreds over).
+	checkEnvelope(t, after, rate, burst, rate/20+1)
 	t.Logf("RESULT outage=10s (5s 503, 5s dropped) failed attempts=%d messages=%d unique=%d repeats=%d first delivery %v after recovery (outage began %v before)",
 		during, n, tl.unique, tl.dups, firstAfter.Sub(recovered).Round(time.Millisecond), recovered.Sub(outage).Round(time.Millisecond))
 }

@@ -136,7 +136,8 @@ global:
 }
 
 // TestTLSInsecureWarns: turning TLS verification off must log a warning
-// (issue 8, Security). The HTTP sink is configured with
+// (issue 8, Security). Found failing by this suite; fixed in cmd/pacer by
+// e2de103. The HTTP sink is configured with
 // tls.insecure_skip_verify against a TLS test API.
 func TestTLSInsecureWarns(t *testing.T) {
 	url := testenv.NATS(t)
@@ -168,6 +169,7 @@ func TestTLSInsecureWarns(t *testing.T) {
 // documents "a rejected message is logged and acked" and `pacer validate`
 // says "logging and dropping rejected messages". The worker must then settle
 // a message the API refuses with 400 instead of redelivering it for ever.
+// (Found failing by this suite; fixed in cmd/pacer by e2de103.)
 func TestDeadLetterNoneDrops(t *testing.T) {
 	const n = 20
 	url := testenv.NATS(t)
