@@ -43,7 +43,7 @@ func ParseOrdering(s string) (Ordering, error) {
 //
 // The stages run in this order, atomically (a refusal by a later stage gives
 // back what earlier stages granted): PerKey -> Quotas -> token bucket (Rate,
-// Burst) and peak pacer (Peak) -> Global. A message is admitted at the moment
+// Burst) and peak pacer (Peak) -> Global -> GlobalPerKey. A message is admitted at the moment
 // every stage grants it at once, so the admitted stream stays inside each
 // stage's envelope. Cost: every attempt sent downstream costs one permit
 // from every stage (a retry is a request), and a batch of N costs N.
@@ -68,8 +68,23 @@ type Shaping struct {
 	// must not block. When it refuses, the engine asks again after its hint
 	// (or GlobalRetry when the hint is 0) and pauses the source meanwhile.
 	Global algorithms.Limiter
+	// GlobalPerKey, if non-nil, is a per-key limit shared with other
+	// workers (algorithms/redis.Limiter: one bucket per message key across
+	// all workers). It runs last, after Global, keyed like PerKey (the
+	// message key; no key shares the empty key's budget). Like Global, it
+	// must not block; a refusal is re-asked after its hint or GlobalRetry.
+	GlobalPerKey KeyLimiter
 	// GlobalRetry is the re-ask delay after a hintless refusal; 0: 10ms.
 	GlobalRetry time.Duration
+}
+
+// KeyLimiter is a limiter with one budget per key: ReserveKey asks for n
+// permits of key's budget at now (ok=false consumes nothing), CancelKey
+// gives back what a successful ReserveKey granted. algorithms.Keyed and
+// algorithms/redis.Limiter implement it.
+type KeyLimiter interface {
+	ReserveKey(now time.Time, key []byte, n int) (wait time.Duration, ok bool)
+	CancelKey(now time.Time, key []byte, n int)
 }
 
 // PerKey limits every message key to its own token bucket.

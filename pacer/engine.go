@@ -187,8 +187,9 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 
 // Reload replaces the shaping settings at runtime (SIGHUP). Stages whose
 // settings did not change keep their state; a rebuilt token bucket starts
-// empty, so a reload never grants a fresh burst. Quotas and Global are
-// taken as given (pass the same limiters to keep their state).
+// empty, so a reload never grants a fresh burst. Quotas, Global and
+// GlobalPerKey are taken as given (pass the same limiters to keep their
+// state).
 func (e *Engine) Reload(s Shaping) error {
 	s.setDefaults(e.cfg.BatchSize)
 	if err := s.validate(e.cfg.BatchSize); err != nil {

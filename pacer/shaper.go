@@ -15,7 +15,7 @@ type stage interface {
 }
 
 // shaper runs the stages in order (per-key, quotas, token bucket + peak,
-// global) as one atomic decision.
+// global, global per-key) as one atomic decision.
 //
 // A batch is admitted only at a moment when every stage grants it with no
 // wait. If any stage refuses, or any stage would make it wait, everything
@@ -94,6 +94,9 @@ func buildStages(sh *Shaping, now time.Time) ([]stage, *bucketStage, error) {
 	}
 	if sh.Global != nil {
 		st = append(st, &globalStage{lim: sh.Global})
+	}
+	if sh.GlobalPerKey != nil {
+		st = append(st, &globalPerKeyStage{keyed: sh.GlobalPerKey})
 	}
 	return st, b, nil
 }
