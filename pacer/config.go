@@ -62,6 +62,10 @@ type Shaping struct {
 	StartEmpty bool
 	// PerKey, if non-nil, limits each message key separately.
 	PerKey *PerKey
+	// KeyOf, if set, is what PerKey and GlobalPerKey key a message by
+	// (e.g. a tenant header); nil: the message key. It must not keep or
+	// change what it is given.
+	KeyOf func(m *Message) []byte
 	// Quotas are extra limiters every message must pass (e.g. 10,000/day).
 	Quotas []algorithms.Limiter
 	// Global is a limiter shared with other workers (Redis); its Reserve
@@ -70,8 +74,8 @@ type Shaping struct {
 	Global algorithms.Limiter
 	// GlobalPerKey, if non-nil, is a per-key limit shared with other
 	// workers (algorithms/redis.Limiter: one bucket per message key across
-	// all workers). It runs last, after Global, keyed like PerKey (the
-	// message key; no key shares the empty key's budget). Like Global, it
+	// all workers). It runs last, after Global, keyed like PerKey (KeyOf,
+	// else the message key; no key shares the empty key's budget). Like Global, it
 	// must not block; a refusal is re-asked after its hint or GlobalRetry.
 	GlobalPerKey KeyLimiter
 	// GlobalRetry is the re-ask delay after a hintless refusal; 0: 10ms.

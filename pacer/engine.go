@@ -226,6 +226,7 @@ func (e *Engine) Reload(s Shaping) error {
 		switch st.(type) {
 		case *perKeyStage:
 			if len(keep) > 0 {
+				keep[0].(*perKeyStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
 				stages[i] = keep[0]
 			}
 		case *bucketStage:

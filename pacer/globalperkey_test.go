@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 )
@@ -158,4 +159,50 @@ func TestGlobalPerKeyAfterGlobal(t *testing.T) {
 			t.Errorf("keyed permits taken %v, want 5 in all", keyed.held)
 		}
 	})
+}
+
+// Shaping.KeyOf keys both per-key stages (e.g. by a tenant header): two
+// tenants sharing one message key each get their own local and global
+// per-key budget.
+func TestKeyOfKeysBothPerKeyStages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msgs := pacertest.Messages(6, "same")
+		for i, m := range msgs {
+			m.Headers = map[string]string{"tenant": fmt.Sprint("t", i%2)}
+		}
+		keyed := newTestKeyed(1000, 10)
+		sink := &pacertest.Sink{}
+		start := time.Now()
+		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, MaxInFlight: 4,
+			Shaping: pacer.Shaping{
+				PerKey:       &pacer.PerKey{Rate: algorithms.Rate{Count: 1, Per: time.Second}, Burst: 1},
+				GlobalPerKey: keyed,
+				KeyOf:        func(m *pacer.Message) []byte { return []byte(m.Headers["tenant"]) },
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(keyed.held) != 2 || keyed.held["t0"] != 3 || keyed.held["t1"] != 3 {
+			t.Errorf("global per-key permits %v, want 3 for t0 and 3 for t1", keyed.held)
+		}
+		first := map[string]int{}
+		for _, d := range sink.Deliveries() {
+			if d.At.Equal(start) {
+				first[msgs[idIndex(d.ID)].Headers["tenant"]]++
+			}
+		}
+		if first["t0"] != 1 || first["t1"] != 1 {
+			t.Errorf("deliveries at the start per tenant %v, want one each (1/s burst 1 per tenant)", first)
+		}
+	})
+}
+
+// idIndex is i in pacertest's message ID "test/0/<i>".
+func idIndex(id string) int {
+	var i int
+	fmt.Sscanf(id, "test/0/%d", &i)
+	return i
 }

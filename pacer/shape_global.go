@@ -29,6 +29,7 @@ func (s *globalStage) cancel(now time.Time, batch []*item) {
 // once every other stage has granted it. Keyed like perKeyStage.
 type globalPerKeyStage struct {
 	keyed KeyLimiter
+	keyOf func(*Message) []byte // nil: the message key
 }
 
 func (*globalPerKeyStage) name() string { return "global-per-key" }
@@ -36,10 +37,10 @@ func (*globalPerKeyStage) name() string { return "global-per-key" }
 func (s *globalPerKeyStage) reserve(now time.Time, batch []*item) (time.Duration, bool) {
 	var wait time.Duration
 	for i, it := range batch {
-		w, ok := s.keyed.ReserveKey(now, it.m.Key, 1)
+		w, ok := s.keyed.ReserveKey(now, keyOf(s.keyOf, it.m), 1)
 		if !ok {
 			for j := i - 1; j >= 0; j-- {
-				s.keyed.CancelKey(now, batch[j].m.Key, 1)
+				s.keyed.CancelKey(now, keyOf(s.keyOf, batch[j].m), 1)
 			}
 			return max(w, wait), false
 		}
@@ -50,6 +51,6 @@ func (s *globalPerKeyStage) reserve(now time.Time, batch []*item) (time.Duration
 
 func (s *globalPerKeyStage) cancel(now time.Time, batch []*item) {
 	for j := len(batch) - 1; j >= 0; j-- {
-		s.keyed.CancelKey(now, batch[j].m.Key, 1)
+		s.keyed.CancelKey(now, keyOf(s.keyOf, batch[j].m), 1)
 	}
 }

@@ -188,6 +188,21 @@ type Global struct {
 	// (default: admit nothing, pause) or "open" (fall back to the local
 	// limits alone).
 	OnFailure string `yaml:"on_failure" json:"on_failure"`
+	// PerKey, enabled when its rate is set, gives every key (tenant) one
+	// budget shared by all workers through the same Redis: one bucket per
+	// key, applied after the shared budget above.
+	PerKey GlobalPerKey `yaml:"per_key" json:"per_key"`
+}
+
+// GlobalPerKey is a per-key limit shared by every worker through Redis.
+type GlobalPerKey struct {
+	Rate  Rate `yaml:"rate" json:"rate"`
+	Burst int  `yaml:"burst" json:"burst"` // 0: 1
+	// Key is what identifies a key: "key" (the message key, default) or
+	// "header:NAME", as for shaping.per_key.
+	Key string `yaml:"key" json:"key"`
+	// MaxKeys bounds the per-key leases held locally (default 10000).
+	MaxKeys int `yaml:"max_keys" json:"max_keys"`
 }
 
 // Adaptive moves the sustained rate between min and shaping.rate (the
@@ -337,7 +352,7 @@ func Default() Config {
 			MaxInFlight: 16,
 			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
-				ExpectedWorkers: 1, OnFailure: "closed"},
+				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
 			Adaptive: Adaptive{Mode: "off", Decrease: 0.5, Interval: Duration(time.Second)},
 		},
 		Sink: Sink{

@@ -236,6 +236,10 @@ func TestValidateCombinations(t *testing.T) {
 		{"dlq is a source topic", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t, u]\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\ndead_letter:\n  type: topic\n  topic: u\n", "dead_letter.topic", "consume its own dead letters"},
 		{"ordering partition", minimal + "ordering: partition\n", "ordering", "not one of"},
 		{"global without url", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    rate: 5/s", 1), "shaping.global.redis_url", "missing"},
+		{"global per_key without url", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    per_key:\n      rate: 5/s", 1), "shaping.global.redis_url", "missing"},
+		{"global per_key bad key", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      rate: 5/s\n      key: tenant", 1), "shaping.global.per_key.key", "want"},
+		{"global per_key keyed apart", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  per_key:\n    rate: 5/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      rate: 5/s\n      key: header:tenant", 1), "shaping.global.per_key.key", "differs"},
+		{"global per_key without rate", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      burst: 5", 1), "shaping.global.per_key.rate", "missing"},
 		{"backoff upside down", minimal + "retry:\n  initial_backoff: 2s\n  max_backoff: 1s\n", "retry.max_backoff", "below"},
 		{"bad level", minimal + "log:\n  level: loud\n", "log.level", `"loud" is not one of`},
 	} {
@@ -408,5 +412,16 @@ func TestSubjectMatches(t *testing.T) {
 		if got := subjectMatches(tc.f, tc.s); got != tc.want {
 			t.Errorf("subjectMatches(%q, %q) = %v want %v", tc.f, tc.s, got, tc.want)
 		}
+	}
+}
+
+func TestGlobalPerKeyParses(t *testing.T) {
+	c := mustParse(t, strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      rate: 5/s\n      burst: 3\n      key: header:tenant", 1), nil)
+	gk := c.Shaping.Global.PerKey
+	if gk.Rate.PerSecond() != 5 || gk.Burst != 3 || gk.Key != "header:tenant" || gk.MaxKeys != 10000 {
+		t.Errorf("global.per_key = %+v want 5/s burst 3 key header:tenant max_keys 10000 (default)", gk)
+	}
+	if s := c.Summary(); !strings.Contains(s, "5/s per header:tenant shared through Redis") {
+		t.Errorf("summary %q does not mention the shared per-key limit", s)
 	}
 }

@@ -68,6 +68,9 @@ func (c *Config) Summary() string {
 	}
 	if !s.Global.RedisURL.IsZero() {
 		fmt.Fprintf(&b, ", within a budget of %s shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.Key, s.Global.OnFailure)
+		if gk := s.Global.PerKey; !gk.Rate.IsZero() {
+			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
+		}
 	}
 	if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()

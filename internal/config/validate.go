@@ -249,7 +249,21 @@ func (v *validator) shaping() {
 			v.add("shaping.global.key", "missing: name the shared budget")
 		}
 		v.oneOf("shaping.global.on_failure", g.OnFailure, "open", "closed")
-	} else if v.c.Has("shaping.global.rate") || v.c.Has("shaping.global.burst") {
+		if gk := g.PerKey; !gk.Rate.IsZero() {
+			if gk.Burst < 0 {
+				v.add("shaping.global.per_key.burst", "must be >= 0, got %d", gk.Burst)
+			}
+			if gk.Key != "key" && !strings.HasPrefix(gk.Key, "header:") || gk.Key == "header:" {
+				v.add("shaping.global.per_key.key", "%q: want \"key\" or \"header:NAME\"", gk.Key)
+			}
+			v.positive("shaping.global.per_key.max_keys", gk.MaxKeys)
+			if !s.PerKey.Rate.IsZero() && gk.Key != s.PerKey.Key {
+				v.add("shaping.global.per_key.key", "%q differs from shaping.per_key.key %q: both stages key messages the same way", gk.Key, s.PerKey.Key)
+			}
+		} else if v.c.Has("shaping.global.per_key") && (gk.Burst != 0 || v.c.Has("shaping.global.per_key.key")) {
+			v.add("shaping.global.per_key.rate", "missing: per_key settings are given without a rate")
+		}
+	} else if v.c.Has("shaping.global.rate") || v.c.Has("shaping.global.burst") || v.c.Has("shaping.global.per_key") {
 		v.add("shaping.global.redis_url", "missing: a global limit needs redis_url")
 	}
 	a := s.Adaptive
