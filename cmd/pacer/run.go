@@ -88,16 +88,18 @@ func (r runCmd) Run(e *env) error {
 
 // worker is one configured engine with everything it owns.
 type worker struct {
-	mu      sync.Mutex
-	cfg     *config.Config
-	engine  *pacer.Engine
-	global  *redis.Limiter
-	reg     *prometheus.Registry
-	closers closers
-	log     *slog.Logger
-	errors  *errorRecorder
-	reloads int
-	started time.Time
+	mu     sync.Mutex
+	cfg    *config.Config
+	engine *pacer.Engine
+	global *redis.Limiter
+	// globalKeyed is the shared per-key limiter (shaping.global.per_key).
+	globalKeyed *redis.Limiter
+	reg         *prometheus.Registry
+	closers     closers
+	log         *slog.Logger
+	errors      *errorRecorder
+	reloads     int
+	started     time.Time
 	// shaping is the engine's current local shaping: its quota and warm-up
 	// limiters are kept across reloads that do not change them, so a
 	// SIGHUP never resets a daily quota or restarts a warm-up.
@@ -137,6 +139,22 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 			defer cancel()
 			return g.Close(ctx)
 		})
+	}
+	gk, err := globalPerKeyLimiter(cfg.Shaping.Global, log, now)
+	if err != nil {
+		return nil, fmt.Errorf("shaping.global.per_key: %w", redactErr(err, cfg.Shaping.Global.RedisURL))
+	}
+	if gk != nil {
+		w.globalKeyed = gk
+		sh.GlobalPerKey = gk
+		w.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return gk.Close(ctx)
+		})
+	}
+	if err := registerGlobalMetrics(w.reg, w.global, w.globalKeyed); err != nil {
+		return nil, err
 	}
 	src, dl, err := buildSource(cfg, log, &w.closers)
 	if err != nil {
@@ -200,11 +218,11 @@ func (w *worker) reload(e *env, path string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !reflect.DeepEqual(cfg.Shaping.Global, w.cfg.Shaping.Global) {
-		log.Warn("pacer: reload: shaping.global changed; it takes effect after a restart")
-	}
 	if w.global != nil {
 		sh.Global = w.global
+	}
+	if w.globalKeyed != nil {
+		sh.GlobalPerKey = w.globalKeyed
 	}
 	old := w.cfg.Shaping
 	for i := range cfg.Shaping.Quotas {
@@ -224,6 +242,7 @@ func (w *worker) reload(e *env, path string) {
 		log.Error("pacer: reload refused; keeping the current settings", "err", err)
 		return
 	}
+	keepGlobal := w.reloadGlobal(cfg.Shaping.Global, log)
 	for _, f := range []struct {
 		name       string
 		old, fresh any
@@ -237,7 +256,6 @@ func (w *worker) reload(e *env, path string) {
 			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup) reloads; restart to apply", "changed", f.name)
 		}
 	}
-	keepGlobal := w.cfg.Shaping.Global
 	w.cfg.Shaping = cfg.Shaping
 	w.cfg.Shaping.Global = keepGlobal
 	w.shaping = sh
@@ -245,29 +263,92 @@ func (w *worker) reload(e *env, path string) {
 	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
 }
 
+// reloadGlobal applies a reloaded shaping.global: the shared rate and
+// burst (and the per-key ones) change at once through the limiters'
+// SetRate/SetBurst; anything else (URL, key, prefix, lease, policy, turning
+// a limit on or off) needs a restart and is logged as such. It returns the
+// settings now in force. Called with w.mu held.
+func (w *worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
+	cur := w.cfg.Shaping.Global
+	if reflect.DeepEqual(g, cur) {
+		return cur
+	}
+	same := func(a config.Global) config.Global {
+		a.Rate, a.Burst, a.PerKey.Rate, a.PerKey.Burst = config.Rate{}, 0, config.Rate{}, 0
+		return a
+	}
+	onOff := g.PerKey.Rate.IsZero() != cur.PerKey.Rate.IsZero()
+	if w.global == nil || !reflect.DeepEqual(same(g), same(cur)) || onOff {
+		log.Warn("pacer: reload: shaping.global changed beyond rate and burst; it takes effect after a restart")
+		return cur
+	}
+	now := time.Now()
+	apply := func(l *redis.Limiter, what string, r config.Rate, burst int, oldR config.Rate, oldBurst int) bool {
+		if l == nil || (r == oldR && burst == oldBurst) {
+			return true
+		}
+		err := l.SetBurst(now, max(1, burst))
+		if err == nil {
+			err = l.SetRate(now, r.Rate)
+		}
+		if err != nil {
+			log.Error("pacer: reload: keeping the current "+what, "err", err)
+			_ = l.SetBurst(now, max(1, oldBurst))
+			_ = l.SetRate(now, oldR.Rate)
+			return false
+		}
+		log.Info("pacer: reloaded "+what, "rate", r.String(), "burst", max(1, burst))
+		return true
+	}
+	next := cur
+	if apply(w.global, "shaping.global", g.Rate, g.Burst, cur.Rate, cur.Burst) {
+		next.Rate, next.Burst = g.Rate, g.Burst
+	}
+	if apply(w.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {
+		next.PerKey.Rate, next.PerKey.Burst = g.PerKey.Rate, g.PerKey.Burst
+	}
+	return next
+}
+
 // statusView is /status: the engine's snapshot plus the configured shaping
 // and the last warnings and errors. It never holds secrets.
 type statusView struct {
 	Engine     pacer.Status `json:"engine"`
 	Configured struct {
-		Rate        string  `json:"rate"`
-		RatePerSec  float64 `json:"rate_per_second"`
-		Burst       int     `json:"burst"`
-		Peak        string  `json:"peak,omitempty"`
-		MaxWait     string  `json:"max_wait"`
-		QueueSize   int     `json:"queue_size"`
-		MaxInFlight int     `json:"max_in_flight"`
-		PerKey      string  `json:"per_key,omitempty"`
-		Quotas      int     `json:"quotas"`
-		Global      string  `json:"global,omitempty"`
-		Adaptive    string  `json:"adaptive"`
+		Rate         string  `json:"rate"`
+		RatePerSec   float64 `json:"rate_per_second"`
+		Burst        int     `json:"burst"`
+		Peak         string  `json:"peak,omitempty"`
+		MaxWait      string  `json:"max_wait"`
+		QueueSize    int     `json:"queue_size"`
+		MaxInFlight  int     `json:"max_in_flight"`
+		PerKey       string  `json:"per_key,omitempty"`
+		Quotas       int     `json:"quotas"`
+		Global       string  `json:"global,omitempty"`
+		GlobalPerKey string  `json:"global_per_key,omitempty"`
+		Adaptive     string  `json:"adaptive"`
 	} `json:"configured"`
-	GlobalMode string      `json:"global_mode,omitempty"`
-	Source     string      `json:"source"`
-	Sink       string      `json:"sink"`
-	Reloads    int         `json:"reloads"`
-	Uptime     string      `json:"uptime"`
-	LastErrors []errRecord `json:"last_errors"`
+	GlobalMode string `json:"global_mode,omitempty"`
+	// Redis holds the Redis limiters' counters ("global", "per_key").
+	Redis      map[string]globalStatus `json:"redis,omitempty"`
+	Source     string                  `json:"source"`
+	Sink       string                  `json:"sink"`
+	Reloads    int                     `json:"reloads"`
+	Uptime     string                  `json:"uptime"`
+	LastErrors []errRecord             `json:"last_errors"`
+}
+
+// globalStatus is one Redis limiter in /status.
+type globalStatus struct {
+	Mode   string `json:"mode"` // redis, fail-closed or fail-open
+	Calls  uint64 `json:"calls"`
+	Errors uint64 `json:"errors"`
+	Lease  int    `json:"lease"`
+	Keys   int    `json:"keys,omitempty"`
+}
+
+func newGlobalStatus(st redis.Stats) globalStatus {
+	return globalStatus{Mode: st.Mode.String(), Calls: st.Calls, Errors: st.Errors, Lease: st.Lease, Keys: st.Keys}
 }
 
 func (w *worker) status() any {
@@ -288,6 +369,11 @@ func (w *worker) status() any {
 	if w.global != nil {
 		c.Global = s.Global.Rate.String() + " shared as " + s.Global.Key
 		v.GlobalMode = w.global.Mode().String()
+		v.Redis = map[string]globalStatus{"global": newGlobalStatus(w.global.Stats())}
+	}
+	if w.globalKeyed != nil {
+		c.GlobalPerKey = s.Global.PerKey.Rate.String() + " per " + s.Global.PerKey.Key + " shared"
+		v.Redis["per_key"] = newGlobalStatus(w.globalKeyed.Stats())
 	}
 	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
 	v.Reloads = w.reloads

@@ -53,6 +53,11 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 	if !s.PerKey.Rate.IsZero() {
 		sh.PerKey = &pacer.PerKey{Rate: s.PerKey.Rate.Rate, Burst: s.PerKey.Burst, MaxKeys: s.PerKey.MaxKeys, IdleTTL: s.PerKey.IdleTTL.D()}
 	}
+	keyBy := s.PerKey.Key
+	if s.PerKey.Rate.IsZero() {
+		keyBy = s.Global.PerKey.Key // the validator keeps the two equal when both are set
+	}
+	sh.KeyOf = keyFunc(keyBy)
 	for i, q := range s.Quotas {
 		l, err := buildQuota(q)
 		if err != nil {
@@ -89,6 +94,54 @@ func globalLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Lim
 		Timeout:         g.Timeout.D(),
 		Policy:          policy,
 		ExpectedWorkers: g.ExpectedWorkers,
+		Logger:          log,
+	}, now)
+}
+
+// keyFunc maps a configured per-key "key" ("key" or "header:NAME") to the
+// engine's KeyOf: nil for the message key, else the header's value (a
+// message without the header shares the empty key's budget).
+func keyFunc(key string) func(*pacer.Message) []byte {
+	name, ok := strings.CutPrefix(key, "header:")
+	if !ok || name == "" {
+		return nil
+	}
+	return func(m *pacer.Message) []byte {
+		v, ok := m.Headers[name]
+		if !ok {
+			for k, hv := range m.Headers { // header names are case-insensitive in HTTP and Kafka tools
+				if strings.EqualFold(k, name) {
+					v = hv
+					break
+				}
+			}
+		}
+		return []byte(v)
+	}
+}
+
+// globalPerKeyLimiter connects the Redis per-key limiter (one bucket per key
+// shared by every worker), if configured (nil otherwise). Its buckets live
+// under the budget's key + ".per_key", apart from the shared budget's.
+func globalPerKeyLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
+	if g.RedisURL.IsZero() || g.PerKey.Rate.IsZero() {
+		return nil, nil
+	}
+	policy, err := redis.ParsePolicy(g.OnFailure)
+	if err != nil {
+		return nil, err
+	}
+	return redis.New(redis.Config{
+		Name:            g.Key + ".per_key",
+		Prefix:          g.Prefix,
+		Rate:            g.PerKey.Rate.Rate,
+		Burst:           max(1, g.PerKey.Burst),
+		URL:             g.RedisURL.Reveal(),
+		Lease:           g.Lease.D(),
+		Timeout:         g.Timeout.D(),
+		Policy:          policy,
+		ExpectedWorkers: g.ExpectedWorkers,
+		MaxKeys:         g.PerKey.MaxKeys,
 		Logger:          log,
 	}, now)
 }
