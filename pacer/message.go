@@ -53,8 +53,9 @@ type Acker interface {
 	// Kafka: the partition's watermark may advance past it.
 	Ack(ctx context.Context) error
 	// Nak gives the message back for redelivery no sooner than delay.
-	// JetStream: NakWithDelay. Kafka: the offset stays uncommitted, so the
-	// message comes back after a restart or rebalance.
+	// JetStream: NakWithDelay. Kafka: the offset stays uncommitted and the
+	// source hands the message over again after delay while it holds the
+	// partition (else the partition's next owner reads it again).
 	Nak(ctx context.Context, delay time.Duration) error
 	// Term reports that the message will never be delivered and has been
 	// written to the dead-letter destination. JetStream: TermWithReason.

@@ -4,9 +4,11 @@
 // The Source hands each message to the engine and commits offsets through a
 // per-partition watermark: offset o+1 is marked only when every delivered
 // offset <= o of that partition is final (Ack or Term). Nak leaves the
-// offset uncommitted: the message comes back after a restart or a
-// rebalance, not sooner, and the partition's watermark stops there (the
-// partition keeps delivering up to MaxInFlightPerPartition).
+// offset uncommitted and hands the same message over again (Delivered+1)
+// once the Nak's delay has passed, while the partition stays claimed, so a
+// failed dead-letter write is retried and its partition does not stall
+// behind it. If the partition is revoked first, the message comes back to
+// the partition's next owner, which starts from the committed offset.
 package kafka
 
 import (
@@ -242,9 +244,20 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	s.repause(topic, partition)
 	limit := s.cfg.MaxInFlightPerPartition
 	w := newWatermark(limit, func(next int64) { sess.MarkOffset(topic, partition, next, "") })
+	rq := newRedeliveries()
 	// Revoke before returning: sarama commits what was marked when the
-	// session is released, and nothing may be marked after that.
-	defer w.revoke()
+	// session is released, and nothing may be marked after that. Nak'ed
+	// messages not yet handed over again go to the partition's next owner.
+	defer func() {
+		w.revoke()
+		rq.close()
+	}()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 
 	// pausedC is refreshed whenever it fires or a pause ends, so the
 	// select below never spins on a stale closed channel.
@@ -262,13 +275,39 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 			_, _, pausedC = s.pauseState()
 			continue
 		}
+		// A Nak'ed message whose delay has passed goes first. Its offset
+		// is still pending in the watermark, so it needs no room: it is
+		// what a full partition waits for.
+		r, due := rq.next(time.Now())
+		if r != nil {
+			if err := h.deliver(ctx, r); err != nil {
+				if ctx.Err() == nil {
+					s.stop(err)
+				}
+				return nil
+			}
+			s.delivered.Add(1)
+			continue
+		}
+		var tc <-chan time.Time
+		if !due.IsZero() {
+			d := time.Until(due)
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			tc = timer.C
+		}
 		if n, room := w.pending(); n >= limit {
 			select {
 			case <-room:
-				continue
+			case <-rq.signal:
+			case <-tc:
 			case <-ctx.Done():
 				return nil
 			}
+			continue
 		}
 		var msg *sarama.ConsumerMessage
 		select {
@@ -280,11 +319,15 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 		case <-pausedC:
 			_, _, pausedC = s.pauseState()
 			continue
+		case <-rq.signal:
+			continue
+		case <-tc:
+			continue
 		case <-ctx.Done():
 			return nil
 		}
 		m := convert(msg)
-		m.Acker = &acker{w: w, off: msg.Offset}
+		m.Acker = &acker{w: w, rq: rq, msg: msg, delivered: 1}
 		w.add(msg.Offset)
 		if err := h.deliver(ctx, m); err != nil {
 			w.drop(msg.Offset)
@@ -323,22 +366,28 @@ func convert(msg *sarama.ConsumerMessage) *pacer.Message {
 // acker settles one Kafka message in its partition's watermark. The first
 // call wins; later calls are no-ops returning nil.
 type acker struct {
-	w    *watermark
-	off  int64
-	once atomic.Bool
+	w         *watermark
+	rq        *redeliveries
+	msg       *sarama.ConsumerMessage
+	delivered int
+	once      atomic.Bool
 }
 
 func (a *acker) Ack(context.Context) error {
 	if a.once.CompareAndSwap(false, true) {
-		a.w.finish(a.off)
+		a.w.finish(a.msg.Offset)
 	}
 	return nil
 }
 
-// Nak leaves the offset uncommitted; the message comes back after a restart
-// or rebalance. delay is not used.
-func (a *acker) Nak(context.Context, time.Duration) error {
-	a.once.Store(true)
+// Nak leaves the offset uncommitted and hands the message over again, to
+// the same consumer, once delay has passed, if its partition is still
+// claimed then; otherwise it comes back to the partition's next owner
+// (after a rebalance or restart).
+func (a *acker) Nak(_ context.Context, delay time.Duration) error {
+	if a.once.CompareAndSwap(false, true) {
+		a.rq.push(a, time.Now().Add(max(0, delay)))
+	}
 	return nil
 }
 
