@@ -385,6 +385,20 @@ func (w *worker) status() any {
 	return v
 }
 
+// ready is /readyz: the engine running, its source connected and its sink
+// (and dead-letter destination) reachable, as far as they can tell
+// (pacer.ReadyChecker), and no Redis limit failing closed (the worker then
+// admits nothing until Redis answers).
+func (w *worker) ready(ctx context.Context) error {
+	err := w.engine.Ready(ctx)
+	for what, l := range map[string]*redis.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
+		if l != nil && l.Mode() == redis.ModeFailClosed {
+			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
+		}
+	}
+	return err
+}
+
 // serveAdmin starts the admin listener, if configured; the returned
 // function shuts it down.
 func (w *worker) serveAdmin(a config.Admin, log *slog.Logger) (func(), error) {
@@ -414,13 +428,8 @@ func (w *worker) serveAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 			w.mu.Unlock()
 			return nil
 		},
-		Token: token,
-		Ready: func(context.Context) error {
-			if st := w.engine.Status(); st.State != "running" {
-				return fmt.Errorf("engine is %s", st.State)
-			}
-			return nil
-		},
+		Token:  token,
+		Ready:  w.ready,
 		Logger: log,
 	})
 	ln, err := net.Listen("tcp", addr)
