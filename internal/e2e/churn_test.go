@@ -290,11 +290,18 @@ func groupOffsets(t *testing.T, brokers []string, group, topic string, partition
 	for i := range ps {
 		ps[i] = int32(i)
 	}
+	out := map[int32]int64{}
 	resp, err := adm.ListConsumerGroupOffsets(group, map[string][]int32{topic: ps})
+	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+		// Nothing committed yet.
+		for _, p := range ps {
+			out[p] = -1
+		}
+		return out
+	}
 	if err != nil {
 		t.Fatalf("list group offsets: %v", err)
 	}
-	out := map[int32]int64{}
 	for _, p := range ps {
 		b := resp.GetBlock(topic, p)
 		if b == nil {
