@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -41,6 +42,10 @@ type Sink struct {
 	templated []tmplHeader       // per-message headers
 	body      *template.Template // nil: the value as is
 	bufs      sync.Pool          // *bytes.Buffer
+
+	// down is the transport error of the latest request, nil once an
+	// answer (any status) came back: what Ready reports.
+	down atomic.Pointer[error]
 }
 
 type header struct{ name, value string }
@@ -352,7 +357,12 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 		if isTimeout(err) {
 			fb.Throttled = true
 		}
-		return pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("httpsink: %w", err)}, fb
+		err = fmt.Errorf("httpsink: %w", err)
+		s.down.Store(&err)
+		return pacer.Result{Outcome: pacer.Retry, Err: err}, fb
+	}
+	if s.down.Load() != nil {
+		s.down.Store(nil)
 	}
 	snippet, rerr := io.ReadAll(io.LimitReader(resp.Body, bodySnippet))
 	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
