@@ -21,11 +21,26 @@ import (
 )
 
 // churnSink records every delivery and takes a random short time per
-// batch, honouring ctx (so a drain timeout abandons it).
+// batch, honouring ctx (so a drain timeout abandons it). It rejects about
+// 2% of attempts permanently; its DeadLetter fails about half the writes,
+// so the engine Naks those messages on a running worker. A message counts
+// as done when delivered or dead-lettered.
 type churnSink struct {
 	mu        sync.Mutex
 	rng       *rand.Rand
 	delivered map[string]int
+	dlFailed  int
+}
+
+func (s *churnSink) DeadLetter(_ context.Context, m *pacer.Message, _ error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rng.IntN(2) == 0 {
+		s.dlFailed++
+		return errors.New("dead-letter destination down")
+	}
+	s.delivered[m.ID]++
+	return nil
 }
 
 func (s *churnSink) Deliver(ctx context.Context, msgs []*pacer.Message, results []pacer.Result) pacer.Feedback {
@@ -44,6 +59,10 @@ func (s *churnSink) Deliver(ctx context.Context, msgs []*pacer.Message, results 
 	}
 	s.mu.Lock()
 	for i, m := range msgs {
+		if s.rng.IntN(50) == 0 {
+			results[i] = pacer.Result{Outcome: pacer.Reject, Err: errors.New("400")}
+			continue
+		}
 		s.delivered[m.ID]++
 		results[i] = pacer.Result{Outcome: pacer.Delivered}
 	}
@@ -78,7 +97,8 @@ func churnSeed(t *testing.T) uint64 {
 // messages in every state when the group rebalances. At the end one
 // worker remains: every message is delivered, and the group's committed
 // offset of every partition reaches its end (nothing stranded behind an
-// uncommitted offset).
+// uncommitted offset). Random permanent rejections with a dead-letter
+// destination that fails half the writes add Naks on running workers.
 func TestGroupChurnLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: a few seconds of real rebalances")
@@ -121,7 +141,7 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 		}
 		drain := []time.Duration{time.Millisecond, 50 * time.Millisecond, 2 * time.Second}[rng.IntN(3)]
 		eng, err := pacer.New(pacer.Config{
-			Source: src, Sink: sink,
+			Source: src, Sink: sink, DeadLetter: sink, DeadLetterRetry: time.Duration(rng.IntN(50)) * time.Millisecond,
 			Shaping:      pacer.Shaping{Rate: algorithms.PerSecond(float64(150 + rng.IntN(300))), Burst: 10},
 			QueueSize:    4 + rng.IntN(32),
 			MaxInFlight:  1 + rng.IntN(8),
@@ -233,7 +253,10 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 		dups += n - 1
 	}
 	sink.mu.Unlock()
-	t.Logf("all %d delivered, %d redeliveries", total, dups)
+	sink.mu.Lock()
+	dlFailed := sink.dlFailed
+	sink.mu.Unlock()
+	t.Logf("all %d delivered or dead-lettered, %d redeliveries, %d failed dead-letter writes (Naks)", total, dups, dlFailed)
 }
 
 func missingReport(s *churnSink, topic string, partitions, perPart int) string {
