@@ -59,6 +59,9 @@ type Source struct {
 	stopOne sync.Once
 
 	delivered atomic.Int64
+	// sessions counts the group sessions set up and not yet cleaned up
+	// (0 or 1): what Ready reports.
+	sessions atomic.Int32
 }
 
 // New validates cfg and returns a Source. It does not connect: Run does.
@@ -232,10 +235,14 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
+	s.sessions.Add(1)
 	return nil
 }
 
-func (h *handler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
+	h.s.sessions.Add(-1)
+	return nil
+}
 
 func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	s := h.s
