@@ -449,9 +449,45 @@ func (a *acker) Nak(_ context.Context, delay time.Duration) error {
 	return a.tr.msg.NakWithDelay(delay)
 }
 
+// Term stops redelivery for good. The reason goes into the server's
+// advisory only where the server understands it: a server older than 2.10.4
+// silently ignores a +TERM that carries a reason and redelivers the message,
+// so there a plain Term is sent (the reason is in the dead letter anyway).
 func (a *acker) Term(_ context.Context, reason string) error {
 	if !a.s.settle(a.tr) {
 		return nil
 	}
-	return a.tr.msg.TermWithReason(reason)
+	if reason != "" && termReasonSupported(a.s.serverVersion()) {
+		return a.tr.msg.TermWithReason(reason)
+	}
+	return a.tr.msg.Term()
+}
+
+// termReasonSupported reports whether a server of version v (e.g. "2.10.4")
+// honours TermWithReason. An unknown version gets the plain Term, which
+// every server honours.
+func termReasonSupported(v string) bool {
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); err != nil {
+		return false
+	}
+	switch {
+	case major != 2:
+		return major > 2
+	case minor != 10:
+		return minor > 10
+	default:
+		return patch >= 4
+	}
+}
+
+// serverVersion is the connected server's version ("" when unknown).
+func (s *Source) serverVersion() string {
+	s.mu.Lock()
+	nc := s.nc
+	s.mu.Unlock()
+	if nc == nil {
+		return ""
+	}
+	return nc.ConnectedServerVersion()
 }

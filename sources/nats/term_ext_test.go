@@ -1,0 +1,39 @@
+package nats_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/pacer"
+	pnats "github.com/pacer-dev/pacer/sources/nats"
+)
+
+// TestTermStopsRedelivery: a message settled with Term (after its dead
+// letter was written) never comes back, on whatever server the tests use
+// (CI: the machine's nats-server, older than 2.10.4).
+func TestTermStopsRedelivery(t *testing.T) {
+	url := testenv.NATS(t)
+	nc, js := connect(t, url)
+	name := testenv.UniqueName(t, "TERM")
+	stream(t, js, name)
+	const ackWait = time.Second
+	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true, AckWait: ackWait, Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	var got atomic.Int64
+	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		got.Add(1)
+		return m.Acker.Term(ctx, "rejected by sink: 400 (test)")
+	})
+	publishN(t, js, name+".in", 0, 1)
+	waitFor(t, "the first delivery", func() bool { return got.Load() >= 1 })
+	time.Sleep(3 * ackWait) // the server's redelivery clock, not ours
+	if n := got.Load(); n != 1 {
+		t.Fatalf("a terminated message was delivered %d times; want 1 (server %s)", n, nc.ConnectedServerVersion())
+	}
+}
