@@ -65,6 +65,9 @@ func (e *Engine) worker(ctx context.Context) {
 		if serial {
 			<-e.takeSem
 		}
+		if grp = e.dropRevoked(grp); len(grp) == 0 {
+			continue
+		}
 		if ctx.Err() != nil || !e.admit(ctx, sl, grp) {
 			for _, it := range grp {
 				e.settle(it, SettledNak, 0, "")

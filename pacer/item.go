@@ -9,6 +9,7 @@ import (
 // the engine allocates nothing per message on its fast path.
 type item struct {
 	m        *Message
+	rev      Revocable // m.Acker, when it can be revoked
 	enq      time.Time // when the source handed it over
 	first    time.Time // first attempt (zero before it)
 	admitted time.Time // latest admission
@@ -29,10 +30,27 @@ func (e *Engine) getItem(m *Message) *item {
 		it = new(item)
 	}
 	it.m = m
+	it.rev, _ = m.Acker.(Revocable)
 	return it
 }
 
 func (e *Engine) putItem(it *item) {
 	*it = item{}
 	e.itemPool.Put(it)
+}
+
+// dropRevoked settles (Nak) and removes the items of grp whose source has
+// revoked them (Revocable): the source hands them over again, so
+// delivering them now would spend the budget on a duplicate.
+func (e *Engine) dropRevoked(grp []*item) []*item {
+	k := 0
+	for _, it := range grp {
+		if it.rev != nil && it.rev.Revoked() {
+			e.settle(it, SettledNak, 0, "")
+			continue
+		}
+		grp[k] = it
+		k++
+	}
+	return grp[:k]
 }

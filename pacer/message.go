@@ -63,6 +63,18 @@ type Acker interface {
 	Term(ctx context.Context, reason string) error
 }
 
+// Revocable is optionally implemented by an Acker whose source can take a
+// message back before its fate is final: Revoked reports that the source
+// has given the message up and will hand it over again, here or to another
+// worker (a Kafka partition revoked in a rebalance: its next owner reads
+// it again from the committed offset, and an Ack here would be ignored).
+// The engine then Naks it instead of admitting and delivering it, so a
+// rebalance does not spend the rate budget on messages that come back
+// anyway. Revoked must be cheap and safe for concurrent use.
+type Revocable interface {
+	Revoked() bool
+}
+
 // AckerFuncs adapts three functions to Acker; nil functions are no-ops.
 // Handy for in-memory sources and tests.
 type AckerFuncs struct {

@@ -72,9 +72,9 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 	})
 }
 
-// TestNakAfterRevokeComesBackToNextOwner: a Nak after the partition was
-// revoked does not hand the message over again at the old owner; the next
-// owner reads it from the committed offset.
+// TestNakAfterRevokeComesBackToNextOwner: the Acker reports Revoked once
+// the claim ends; a Nak after that does not hand the message over again at
+// the old owner; the next owner reads it from the committed offset.
 func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	topic := testenv.UniqueName(t, "nakrev")
@@ -102,7 +102,17 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 		return m.Acker.Ack(ctx)
 	})
 	waitFor(t, "5 at a", func() bool { mu.Lock(); defer mu.Unlock(); return atA == 5 })
+	rv, ok := held[0].Acker.(pacer.Revocable)
+	if !ok {
+		t.Fatal("the Kafka Acker does not implement pacer.Revocable")
+	}
+	if rv.Revoked() {
+		t.Error("Revoked() = true while the partition is claimed")
+	}
 	stopA()
+	if !rv.Revoked() {
+		t.Error("Revoked() = false after the claim ended")
+	}
 	mu.Lock()
 	if err := held[0].Acker.Nak(context.Background(), 0); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,10 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 )
 
-var _ pacer.Source = (*Source)(nil)
+var (
+	_ pacer.Source    = (*Source)(nil)
+	_ pacer.Revocable = (*acker)(nil)
+)
 
 // Source consumes topics through a sarama consumer group.
 //
@@ -397,6 +400,11 @@ func (a *acker) Nak(_ context.Context, delay time.Duration) error {
 	}
 	return nil
 }
+
+// Revoked reports that the message's partition was revoked (the claim
+// ended): an Ack would be ignored and the partition's next owner reads the
+// message again (pacer.Revocable).
+func (a *acker) Revoked() bool { return a.w.isRevoked() }
 
 // Term is Ack: the message was dead-lettered, its fate is final.
 func (a *acker) Term(ctx context.Context, _ string) error { return a.Ack(ctx) }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // watermark tracks one claimed partition's delivered offsets and decides
@@ -20,6 +21,7 @@ type watermark struct {
 	entries []wmEntry // pending offsets in increasing order, from head
 	head    int
 	revoked bool
+	gone    atomic.Bool   // revoked, for lock-free reads
 	limit   int           // pending count at which add's caller waits
 	room    chan struct{} // closed and replaced when pending drops below limit
 	mark    func(next int64)
@@ -103,8 +105,12 @@ func (w *watermark) drop(off int64) {
 func (w *watermark) revoke() {
 	w.mu.Lock()
 	w.revoked = true
+	w.gone.Store(true)
 	w.mu.Unlock()
 }
+
+// isRevoked reports whether revoke was called.
+func (w *watermark) isRevoked() bool { return w.gone.Load() }
 
 // low is the lowest pending offset, or -1 when none is pending.
 func (w *watermark) low() int64 {
