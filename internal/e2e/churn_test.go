@@ -187,6 +187,15 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 		}
 		return on, off
 	}
+	live := func() []liveWorker {
+		var out []liveWorker
+		for i, w := range ws {
+			if w != nil {
+				out = append(out, liveWorker{name: fmt.Sprint(i), eng: w.eng, src: w.src})
+			}
+		}
+		return out
+	}
 	// A worker that returns by itself (its source ended) is a finding.
 	checkAlive := func() {
 		for i, w := range ws {
@@ -227,7 +236,8 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 	for sink.distinct() < total {
 		checkAlive()
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d delivered 40s after the churn ended: %s", sink.distinct(), total, missingReport(sink, topic, partitions, perPart))
+			t.Fatalf("only %d of %d delivered 40s after the churn ended: %s%s", sink.distinct(), total,
+				missingReport(sink, topic, partitions, perPart), groupDiagnosis(t, brokers, group, topic, partitions, live()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -243,7 +253,8 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v, want %d on every partition (all delivered)", committed, perPart)
+			t.Fatalf("committed offsets %v, want %d on every partition (all delivered)%s", committed, perPart,
+				groupDiagnosis(t, brokers, group, topic, partitions, live()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

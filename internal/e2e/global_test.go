@@ -123,6 +123,8 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 	rec := &recorder{admits: make([][]time.Time, workers), delivered: map[string]int{}}
 	type worker struct {
 		lim    *redislim.Limiter
+		eng    *pacer.Engine
+		src    *kafka.Source
 		cancel context.CancelFunc
 		done   chan error
 	}
@@ -156,7 +158,7 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		wk := &worker{lim: lim, cancel: cancel, done: make(chan error, 1)}
+		wk := &worker{lim: lim, eng: eng, src: src, cancel: cancel, done: make(chan error, 1)}
 		go func() { wk.done <- eng.Run(ctx) }()
 		ws[w] = wk
 	}
@@ -246,19 +248,28 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 	for rec.distinct() < total {
 		if time.Now().After(deadline) {
 			rec.mu.Lock()
-			missing := map[int]int{}
-			first := map[int]int{}
-			for i := range total {
-				id := fmt.Sprintf("%s/%d/%d", topic, i%partitions, i/partitions)
-				if rec.delivered[id] == 0 {
-					if missing[i%partitions] == 0 {
-						first[i%partitions] = i / partitions
+			miss := ""
+			for p := range partitions {
+				var offs []int
+				for o := range perPart {
+					if rec.delivered[fmt.Sprintf("%s/%d/%d", topic, p, o)] == 0 {
+						offs = append(offs, o)
 					}
-					missing[i%partitions]++
+				}
+				if len(offs) > 0 {
+					miss += fmt.Sprintf(" partition %d: %d missing, offsets %s;", p, len(offs), ranges(offs))
 				}
 			}
 			rec.mu.Unlock()
-			t.Fatalf("only %d of %d messages delivered within 20s; missing per partition %v, first missing offset %v", rec.distinct(), total, missing, first)
+			var live []liveWorker
+			for i, wk := range ws {
+				if !stopped[i] {
+					live = append(live, liveWorker{name: fmt.Sprint(i), eng: wk.eng, src: wk.src})
+				}
+			}
+			// Still running: the report shows where the group stands now.
+			t.Fatalf("only %d of %d messages delivered within 20s;%s%s", rec.distinct(), total, miss,
+				groupDiagnosis(t, brokers, topic+"_g", topic, partitions, live))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
