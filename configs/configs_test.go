@@ -187,7 +187,7 @@ func asList(v any) []any {
 }
 
 // TestDashboardMetricsExist: every metric the dashboard queries is one the
-// engine's metrics package registers.
+// engine's metrics package registers (engine hooks and Redis limiters).
 func TestDashboardMetricsExist(t *testing.T) {
 	rec := &recorder{Registry: prometheus.NewRegistry()}
 	m, err := metrics.New(rec)
@@ -195,6 +195,9 @@ func TestDashboardMetricsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	var _ pacer.Hook = m
+	// The Redis limiters' collector (cmd/pacer registers it with a global limit).
+	rec.MustRegister(metrics.NewGlobalCollector([]string{"redis"}, map[string]func() metrics.LimiterStats{
+		"global": func() metrics.LimiterStats { return metrics.LimiterStats{} }}))
 	names := map[string]bool{}
 	re := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
 	for _, c := range rec.cs {
