@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -242,5 +243,59 @@ func TestGlobalPerKeyThroughRedis(t *testing.T) {
 		if n > burst+refill {
 			t.Errorf("tenant %s: %d deliveries across its workers; the shared budget allows %d + %d", tn, n, burst, refill)
 		}
+	}
+}
+
+// TestRedisFailClosedNotReady: when Redis stops answering and the policy is
+// closed, the limiter's mode shows in /status and pacer_global_mode, and
+// /readyz says why the worker admits nothing.
+func TestRedisFailClosedNotReady(t *testing.T) {
+	mr := miniredis.RunT(t)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	text := strings.NewReplacer("URL", "redis://"+mr.Addr()+"/0", "PREFIX", `"pacer:"`, "KEY", "budget",
+		"GBURST", "10", "KBURST", "5").Replace(globalBase)
+	text = strings.Replace(text, "    burst: 10\n", "    burst: 10\n    timeout: 50ms\n", 1)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
+	w, err := newWorker(cfg, slog.New(slog.DiscardHandler), io.Discard, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	if err := w.ready(context.Background()); err == nil || strings.Contains(err.Error(), "Redis") {
+		t.Errorf("ready with Redis up = %v, want only the engine's state", err)
+	}
+	mr.Close()
+	eventually(t, 20*time.Second, "fail-closed after Redis stops", func() bool {
+		w.global.Reserve(time.Now(), 1) // asks for a refill, which fails
+		return w.global.Mode() == redis.ModeFailClosed
+	})
+	err = w.ready(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "shaping.global: Redis is failing and the policy is closed") {
+		t.Errorf("ready while Redis is down = %v, want the fail-closed global limit named", err)
+	}
+	if st := w.status().(statusView); st.GlobalMode != "fail-closed" || st.Redis["global"].Errors == 0 {
+		t.Errorf("/status global mode %q, redis %+v: want fail-closed with errors counted", st.GlobalMode, st.Redis)
+	}
+	mfs, err := w.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName()+labelString(m) == `pacer_global_mode{limit="global",mode="fail-closed"}` {
+				found = m.GetGauge().GetValue() == 1
+			}
+		}
+	}
+	if !found {
+		t.Error(`pacer_global_mode{limit="global",mode="fail-closed"} is not 1`)
 	}
 }

@@ -265,7 +265,7 @@ func (w *worker) reload(e *env, path string) {
 
 // reloadGlobal applies a reloaded shaping.global: the shared rate and
 // burst (and the per-key ones) change at once through the limiters'
-// SetRate/SetBurst; anything else (URL, key, prefix, lease, policy, turning
+// SetRate/SetBurst, and the per-key key through the engine's KeyOf; anything else (URL, key, prefix, lease, policy, turning
 // a limit on or off) needs a restart and is logged as such. It returns the
 // settings now in force. Called with w.mu held.
 func (w *worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
@@ -274,7 +274,7 @@ func (w *worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 		return cur
 	}
 	same := func(a config.Global) config.Global {
-		a.Rate, a.Burst, a.PerKey.Rate, a.PerKey.Burst = config.Rate{}, 0, config.Rate{}, 0
+		a.Rate, a.Burst, a.PerKey.Rate, a.PerKey.Burst, a.PerKey.Key = config.Rate{}, 0, config.Rate{}, 0, ""
 		return a
 	}
 	onOff := g.PerKey.Rate.IsZero() != cur.PerKey.Rate.IsZero()
@@ -307,6 +307,7 @@ func (w *worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 	if apply(w.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {
 		next.PerKey.Rate, next.PerKey.Burst = g.PerKey.Rate, g.PerKey.Burst
 	}
+	next.PerKey.Key = g.PerKey.Key // applied by the engine's reload (KeyOf)
 	return next
 }
 
