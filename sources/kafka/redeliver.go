@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer"
@@ -13,6 +14,7 @@ import (
 // close (the claim ended), pushes are dropped: the offsets were never
 // committed, so the partition's next owner reads them again.
 type redeliveries struct {
+	n      atomic.Int32 // len(items), for the per-message fast path
 	mu     sync.Mutex
 	items  []redelivery
 	closed bool
@@ -35,6 +37,7 @@ func (q *redeliveries) push(a *acker, due time.Time) {
 		return
 	}
 	q.items = append(q.items, redelivery{a: a, due: due})
+	q.n.Store(int32(len(q.items)))
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -45,6 +48,9 @@ func (q *redeliveries) push(a *acker, due time.Time) {
 // next returns a message due at now (with a fresh Acker, Delivered one
 // more than last time), or nil and the earliest due time (zero: none).
 func (q *redeliveries) next(now time.Time) (*pacer.Message, time.Time) {
+	if q.n.Load() == 0 {
+		return nil, time.Time{}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.items) == 0 {
@@ -61,6 +67,7 @@ func (q *redeliveries) next(now time.Time) (*pacer.Message, time.Time) {
 		return nil, r.due
 	}
 	q.items = append(q.items[:best], q.items[best+1:]...)
+	q.n.Store(int32(len(q.items)))
 	m := convert(r.a.msg)
 	m.Delivered = r.a.delivered + 1
 	m.Acker = &acker{w: r.a.w, rq: q, msg: r.a.msg, delivered: m.Delivered}
@@ -72,5 +79,6 @@ func (q *redeliveries) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.items = nil
+	q.n.Store(0)
 	q.mu.Unlock()
 }

@@ -288,7 +288,11 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 		// A Nak'ed message whose delay has passed goes first. Its offset
 		// is still pending in the watermark, so it needs no room: it is
 		// what a full partition waits for.
-		r, due := rq.next(time.Now())
+		var now time.Time
+		if rq.n.Load() > 0 {
+			now = time.Now()
+		}
+		r, due := rq.next(now)
 		if r != nil {
 			if err := h.deliver(ctx, r); err != nil {
 				if ctx.Err() == nil {
