@@ -43,7 +43,9 @@ var (
 // session's context, so ConsumeClaim returns as soon as a rebalance starts.
 // Offsets of a revoked partition are committed up to its watermark; later
 // Acks for it are ignored and the unfinished messages are redelivered to the
-// partition's next owner.
+// partition's next owner. Their Ackers report Revoked (pacer.Revocable), so
+// the engine gives back what it still holds of them undelivered instead of
+// spending the rate budget on duplicates.
 //
 // A Source runs once; its methods are safe for concurrent use.
 type Source struct {
