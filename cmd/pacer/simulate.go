@@ -187,7 +187,7 @@ func shaperFor(s config.Shaping, now time.Time) (algorithms.Limiter, []string, e
 		ls = append(ls, b)
 		notes = append(notes, "global limit simulated as if this worker were alone")
 	}
-	if !s.PerKey.Rate.IsZero() {
+	if !s.PerKey.Rate.IsZero() || (!s.Global.RedisURL.IsZero() && !s.Global.PerKey.Rate.IsZero()) {
 		notes = append(notes, "per-key limits not simulated (traces carry no keys)")
 	}
 	if s.Adaptive.Mode != "off" {

@@ -104,3 +104,24 @@ func TestSimulateProperties(t *testing.T) {
 		}
 	})
 }
+
+// simulate says it does not model the shared per-key limit either.
+func TestSimulateNotesGlobalPerKey(t *testing.T) {
+	var s config.Shaping
+	s.Rate = config.Rate{Rate: algorithms.Rate{Count: 10, Per: time.Second}}
+	s.Global.RedisURL = config.NewSecret("redis://127.0.0.1:6379/0")
+	s.Global.Rate = config.Rate{Rate: algorithms.Rate{Count: 100, Per: time.Second}}
+	for _, perKey := range []bool{false, true} {
+		s.Global.PerKey.Rate = config.Rate{}
+		if perKey {
+			s.Global.PerKey.Rate = config.Rate{Rate: algorithms.Rate{Count: 5, Per: time.Second}}
+		}
+		_, notes, err := shaperFor(s, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(strings.Join(notes, ";"), "per-key limits not simulated"); got != perKey {
+			t.Errorf("global per-key %v: notes %q (per-key note %v)", perKey, notes, got)
+		}
+	}
+}
