@@ -88,8 +88,9 @@ func TestConformance(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	sourcetest.Run(t, sourcetest.Harness{
 		Features: sourcetest.Features{
-			PauseBound: testenv.KafkaPartitions, // one per claimed partition
-			Watermark:  true,
+			PauseBound:        testenv.KafkaPartitions, // one per claimed partition
+			Watermark:         true,
+			NakRedeliversLive: true, // while the partition stays claimed
 		},
 		Setup: func(t *testing.T) sourcetest.Env { return kafkaEnv(t, brokers) },
 	})

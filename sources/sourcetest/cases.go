@@ -192,7 +192,9 @@ func testNoCommitPastUnacked(t *testing.T, h Harness) {
 			if m.ID != heldMsg.ID {
 				t.Errorf("redelivered %s has ID %q, first delivery had %q", heldValue, m.ID, heldMsg.ID)
 			}
-			if h.Features.NakRedeliversLive && m.Delivered < 2 {
+			// A committed position (Watermark) does not count deliveries
+			// across a restart: Delivered starts at 1 again.
+			if h.Features.NakRedeliversLive && !h.Features.Watermark && m.Delivered < 2 {
 				t.Errorf("redelivered %s has Delivered = %d want >= 2", heldValue, m.Delivered)
 			}
 		}

@@ -41,8 +41,8 @@ type Features struct {
 	// after Pause returned (its documented bound).
 	PauseBound int
 	// NakRedeliversLive: a Nak'd message comes back to a running consumer
-	// (JetStream's NakWithDelay). When false (Kafka) it comes back only
-	// after a restart or rebalance.
+	// (JetStream's NakWithDelay; Kafka while the partition stays claimed).
+	// When false it comes back only after a restart or rebalance.
 	NakRedeliversLive bool
 	// Watermark: the broker keeps a committed position (Kafka offsets), so
 	// after a restart everything from the first unfinished message of a
