@@ -132,9 +132,6 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 			CommitInterval:          time.Duration(20+rng.IntN(200)) * time.Millisecond,
 			MaxInFlightPerPartition: 8 + rng.IntN(40),
 			ChannelBufferSize:       1 + rng.IntN(16),
-			Sarama: func(sc *sarama.Config) {
-				sc.Consumer.Group.Rebalance.Timeout = 3 * time.Second
-			},
 		})
 		if err != nil {
 			t.Fatal(err)
