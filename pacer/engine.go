@@ -205,8 +205,8 @@ func (e *Engine) Reload(s Shaping) error {
 	sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
 	for _, st := range e.sh.stages {
 		switch x := st.(type) {
-		case *perKeyStage:
-			if s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
+		case *keyedStage:
+			if !x.global && s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
 				keep = append(keep, x)
 			}
 		case *bucketStage:
@@ -223,10 +223,10 @@ func (e *Engine) Reload(s Shaping) error {
 		return err
 	}
 	for i, st := range stages {
-		switch st.(type) {
-		case *perKeyStage:
-			if len(keep) > 0 {
-				keep[0].(*perKeyStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
+		switch x := st.(type) {
+		case *keyedStage:
+			if !x.global && len(keep) > 0 {
+				keep[0].(*keyedStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
 				stages[i] = keep[0]
 			}
 		case *bucketStage:

@@ -17,13 +17,6 @@ type rateLimiter interface {
 	Tokens(now time.Time) float64
 }
 
-// keyedLimiter is the per-key limiter.
-type keyedLimiter interface {
-	ReserveKey(now time.Time, key []byte, n int) (time.Duration, bool)
-	CancelKey(now time.Time, key []byte, n int)
-	Len() int
-}
-
 // algoMaxWait maps the engine's MaxWait (negative: no borrowing) to the
 // algorithms' (0: no borrowing).
 func algoMaxWait(d time.Duration) time.Duration {
@@ -53,7 +46,7 @@ func newRateLimiter(sh *Shaping, now time.Time) (rateLimiter, algorithms.Rate, e
 
 // newKeyedLimiter builds the per-key limiter: one DualRate (PerKey.Rate,
 // PerKey.Burst) per key, bounded by MaxKeys and forgotten after IdleTTL.
-func newKeyedLimiter(p *PerKey, maxWait time.Duration) (keyedLimiter, error) {
+func newKeyedLimiter(p *PerKey, maxWait time.Duration) (KeyLimiter, error) {
 	cfg := algorithms.DualRateConfig{Rate: p.Rate, Burst: p.Burst, MaxWait: algoMaxWait(maxWait)}
 	k, err := algorithms.NewKeyed(algorithms.KeyedConfig{
 		MaxKeys: p.MaxKeys,

@@ -2,11 +2,16 @@ package pacer
 
 import "time"
 
-// perKeyStage gives every message key its own limit (first stage).
-// A message without a key shares the empty key's limit.
-type perKeyStage struct {
-	keyed keyedLimiter
-	keyOf func(*Message) []byte // nil: the message key
+// keyedStage gives every message key its own limit. The local per-key
+// limit is the first stage; the per-key budget shared with other workers
+// (GlobalPerKey) is the last, so a message spends its key's shared budget
+// only once every other stage has granted it. A message without a key shares
+// the empty key's limit.
+type keyedStage struct {
+	label  string
+	global bool // the shared (Redis) per-key budget, not the local one
+	keyed  KeyLimiter
+	keyOf  func(*Message) []byte // nil: the message key
 }
 
 // keyOf is what the per-key stages key m by: keyOf(m), or m.Key.
@@ -17,24 +22,28 @@ func keyOf(f func(*Message) []byte, m *Message) []byte {
 	return f(m)
 }
 
-func newPerKeyStage(sh *Shaping, now time.Time) (*perKeyStage, error) {
+func newPerKeyStage(sh *Shaping, now time.Time) (*keyedStage, error) {
 	k, err := newKeyedLimiter(sh.PerKey, sh.MaxWait)
 	if err != nil {
 		return nil, err
 	}
-	return &perKeyStage{keyed: k, keyOf: sh.KeyOf}, nil
+	return &keyedStage{label: "per-key", keyed: k, keyOf: sh.KeyOf}, nil
 }
 
-func (*perKeyStage) name() string { return "per-key" }
+func newGlobalPerKeyStage(sh *Shaping) *keyedStage {
+	return &keyedStage{label: "global-per-key", global: true, keyed: sh.GlobalPerKey, keyOf: sh.KeyOf}
+}
 
-func (s *perKeyStage) reserve(now time.Time, batch []*item) (time.Duration, bool) {
+func (s *keyedStage) name() string { return s.label }
+
+// reserve grants every message of batch its key's permit, or none: a
+// refusal gives back what the earlier messages of the batch were granted.
+func (s *keyedStage) reserve(now time.Time, batch []*item) (time.Duration, bool) {
 	var wait time.Duration
 	for i, it := range batch {
 		w, ok := s.keyed.ReserveKey(now, keyOf(s.keyOf, it.m), 1)
 		if !ok {
-			for j := i - 1; j >= 0; j-- {
-				s.keyed.CancelKey(now, keyOf(s.keyOf, batch[j].m), 1)
-			}
+			s.cancel(now, batch[:i])
 			return max(w, wait), false
 		}
 		wait = max(wait, w)
@@ -42,7 +51,7 @@ func (s *perKeyStage) reserve(now time.Time, batch []*item) (time.Duration, bool
 	return wait, true
 }
 
-func (s *perKeyStage) cancel(now time.Time, batch []*item) {
+func (s *keyedStage) cancel(now time.Time, batch []*item) {
 	for j := len(batch) - 1; j >= 0; j-- {
 		s.keyed.CancelKey(now, keyOf(s.keyOf, batch[j].m), 1)
 	}

@@ -96,7 +96,7 @@ func buildStages(sh *Shaping, now time.Time) ([]stage, *bucketStage, error) {
 		st = append(st, &globalStage{lim: sh.Global})
 	}
 	if sh.GlobalPerKey != nil {
-		st = append(st, &globalPerKeyStage{keyed: sh.GlobalPerKey, keyOf: sh.KeyOf})
+		st = append(st, newGlobalPerKeyStage(sh))
 	}
 	return st, b, nil
 }
