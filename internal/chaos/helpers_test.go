@@ -434,7 +434,7 @@ retry:
   initial_backoff: 50ms
   max_backoff: 500ms
 admin:
-  listen: %[4]s
+  listen: "%[4]s" # "" (no admin listener) when a test does not poll it
 drain_timeout: 5s
 log:
   level: info
@@ -504,7 +504,7 @@ retry:
   initial_backoff: 50ms
   max_backoff: 500ms
 admin:
-  listen: %s
+  listen: "%s" # "" (no admin listener) when a test does not poll it
 drain_timeout: 5s
 log:
   level: info

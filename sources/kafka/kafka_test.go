@@ -28,40 +28,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-func runSource(t *testing.T, s pacer.Source, deliver func(context.Context, *pacer.Message) error) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, deliver) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not timing logic
-	}
-}
-
 func recs(prefix string, n int) []sourcetest.Record {
 	out := make([]sourcetest.Record, n)
 	for i := range out {
@@ -87,7 +53,7 @@ func TestInFlightCapPerPartition(t *testing.T) {
 	var mu sync.Mutex
 	var held []*pacer.Message
 	perPart := map[int32]int{}
-	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		held = append(held, m)
 		perPart[m.Partition]++
@@ -95,7 +61,7 @@ func TestInFlightCapPerPartition(t *testing.T) {
 		return nil
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(held) }
-	waitFor(t, "6 messages (3 per partition)", func() bool { return count() >= 6 })
+	sourcetest.WaitFor(t, "6 messages (3 per partition)", func() bool { return count() >= 6 })
 	time.Sleep(300 * time.Millisecond) // window for an uncapped source to overrun (can only hide a bug)
 	mu.Lock()
 	for p, n := range perPart {
@@ -110,7 +76,7 @@ func TestInFlightCapPerPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "more after settling", func() bool { return count() > len(batch) })
+	sourcetest.WaitFor(t, "more after settling", func() bool { return count() > len(batch) })
 }
 
 // TestBrokerRestart: the in-process broker goes down mid-stream and comes
@@ -130,14 +96,14 @@ func TestBrokerRestart(t *testing.T) {
 	}
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		seen[string(m.Value)] = true
 		mu.Unlock()
 		return m.Acker.Ack(ctx)
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	waitFor(t, "the first 50", func() bool { return count() >= 50 })
+	sourcetest.WaitFor(t, "the first 50", func() bool { return count() >= 50 })
 	if err := k.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +117,7 @@ func TestBrokerRestart(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	waitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+	sourcetest.WaitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
 }
 
 func TestDeadLetter(t *testing.T) {
@@ -228,8 +194,8 @@ func TestSASL(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got atomic.Int64
-			runSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
-			waitFor(t, "the message over "+mech, func() bool { return got.Load() == 1 })
+			sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+			sourcetest.WaitFor(t, "the message over "+mech, func() bool { return got.Load() == 1 })
 
 			bad := client
 			bad.SASL.Password = "wrong"
@@ -363,13 +329,13 @@ func TestLateAcksAfterRevokeIgnored(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var held []*pacer.Message
-	stopA := runSource(t, a, func(ctx context.Context, m *pacer.Message) error {
+	stopA := sourcetest.RunSource(t, a, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		held = append(held, m)
 		mu.Unlock()
 		return nil
 	})
-	waitFor(t, "20 held at a", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 20 })
+	sourcetest.WaitFor(t, "20 held at a", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 20 })
 	stopA()
 	for _, m := range held {
 		if err := m.Acker.Ack(context.Background()); err != nil {
@@ -381,11 +347,11 @@ func TestLateAcksAfterRevokeIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	runSource(t, b, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, b, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		seen[string(m.Value)] = true
 		mu.Unlock()
 		return m.Acker.Ack(ctx)
 	})
-	waitFor(t, "all 20 again at b", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 20 })
+	sourcetest.WaitFor(t, "all 20 again at b", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 20 })
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/sources/sourcetest"
+
 	"github.com/IBM/sarama"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
@@ -34,7 +36,7 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 	}
 	var mu sync.Mutex
 	seen := map[int64][]int{} // offset -> Delivered of each hand-over
-	runSource(t, src, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, src, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		seen[m.Offset] = append(seen[m.Offset], m.Delivered)
 		k := len(seen[m.Offset])
@@ -46,7 +48,7 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 		}
 		return m.Acker.Ack(ctx)
 	})
-	waitFor(t, "every message handed over, the Nak'ed ones three times", func() bool {
+	sourcetest.WaitFor(t, "every message handed over, the Nak'ed ones three times", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == n && len(seen[2]) == 3 && len(seen[3]) == 3
@@ -67,7 +69,7 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	waitFor(t, "the group's offset committed to the end", func() bool {
+	sourcetest.WaitFor(t, "the group's offset committed to the end", func() bool {
 		return committed(t, brokers, topic, topic, 0) == n
 	})
 }
@@ -91,7 +93,7 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 	var mu sync.Mutex
 	var held []*pacer.Message
 	atA := 0
-	stopA := runSource(t, a, func(ctx context.Context, m *pacer.Message) error {
+	stopA := sourcetest.RunSource(t, a, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		atA++
@@ -101,7 +103,7 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 		}
 		return m.Acker.Ack(ctx)
 	})
-	waitFor(t, "5 at a", func() bool { mu.Lock(); defer mu.Unlock(); return atA == 5 })
+	sourcetest.WaitFor(t, "5 at a", func() bool { mu.Lock(); defer mu.Unlock(); return atA == 5 })
 	rv, ok := held[0].Acker.(pacer.Revocable)
 	if !ok {
 		t.Fatal("the Kafka Acker does not implement pacer.Revocable")
@@ -123,13 +125,13 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	atB := map[int64]int{}
-	runSource(t, b, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, b, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		atB[m.Offset]++
 		mu.Unlock()
 		return m.Acker.Ack(ctx)
 	})
-	waitFor(t, "all 5 again at b (nothing committed past offset 0)", func() bool {
+	sourcetest.WaitFor(t, "all 5 again at b (nothing committed past offset 0)", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(atB) == 5

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/sources/sourcetest"
+
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
@@ -27,14 +29,14 @@ func TestReadyFollowsGroupSession(t *testing.T) {
 	if err := s.Ready(ctx); err == nil {
 		t.Error("Ready before Run = nil, want not consuming")
 	}
-	stop := runSource(t, s, func(ctx context.Context, m *pacer.Message) error { return m.Acker.Ack(ctx) })
-	waitFor(t, "ready once the group is joined", func() bool { return s.Ready(ctx) == nil })
+	stop := sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { return m.Acker.Ack(ctx) })
+	sourcetest.WaitFor(t, "ready once the group is joined", func() bool { return s.Ready(ctx) == nil })
 	k.Stop()
-	waitFor(t, "not ready while the broker is down", func() bool { return s.Ready(ctx) != nil })
+	sourcetest.WaitFor(t, "not ready while the broker is down", func() bool { return s.Ready(ctx) != nil })
 	if err := k.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ready after the broker restarts", func() bool { return s.Ready(ctx) == nil })
+	sourcetest.WaitFor(t, "ready after the broker restarts", func() bool { return s.Ready(ctx) == nil })
 	stop()
 	if err := s.Ready(ctx); err == nil {
 		t.Error("Ready after Run returned = nil")

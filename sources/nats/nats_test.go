@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/sources/sourcetest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -25,42 +27,6 @@ func publishN(t *testing.T, js jetstream.JetStream, subject string, from, n int)
 		if _, err := js.Publish(ctx, subject, []byte(fmt.Sprint(i))); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
-	}
-}
-
-// runSource runs s with deliver in the background; the returned stop
-// cancels and waits.
-func runSource(t *testing.T, s pacer.Source, deliver func(context.Context, *pacer.Message) error) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, deliver) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("Run did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not timing logic
 	}
 }
 
@@ -82,7 +48,7 @@ func TestFetchIsBounded(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	release := make(chan struct{})
 	var got atomic.Int64
-	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		if got.Add(1) == 1 {
 			select { // the engine's queue is full
 			case <-release:
@@ -92,7 +58,7 @@ func TestFetchIsBounded(t *testing.T) {
 		}
 		return m.Acker.Ack(ctx)
 	})
-	waitFor(t, "the first message", func() bool { return got.Load() >= 1 })
+	sourcetest.WaitFor(t, "the first message", func() bool { return got.Load() >= 1 })
 	time.Sleep(400 * time.Millisecond) // window for a prefetching source to over-fetch (can only hide a bug)
 	cons, err := js.Consumer(context.Background(), name, "c")
 	if err != nil {
@@ -111,7 +77,7 @@ func TestFetchIsBounded(t *testing.T) {
 		t.Fatalf("Outstanding() = %d want <= %d", n, limit)
 	}
 	close(release)
-	waitFor(t, "all 200", func() bool { return got.Load() >= 200 })
+	sourcetest.WaitFor(t, "all 200", func() bool { return got.Load() >= 200 })
 }
 
 // TestInProgressKeepsHeldMessages: a message held longer than AckWait by a
@@ -134,16 +100,16 @@ func TestInProgressKeepsHeldMessages(t *testing.T) {
 	}
 	a := newSrc()
 	var held atomic.Pointer[pacer.Message]
-	runSource(t, a, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, a, func(ctx context.Context, m *pacer.Message) error {
 		held.Store(m) // the engine holds it (waiting for tokens)
 		return nil
 	})
 	publishN(t, js, name+".in", 0, 1)
-	waitFor(t, "the message at a", func() bool { return held.Load() != nil })
+	sourcetest.WaitFor(t, "the message at a", func() bool { return held.Load() != nil })
 
 	b := newSrc()
 	var bGot atomic.Int64
-	runSource(t, b, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, b, func(ctx context.Context, m *pacer.Message) error {
 		bGot.Add(1)
 		return m.Acker.Ack(ctx)
 	})
@@ -187,11 +153,11 @@ func TestBindExisting(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	var got atomic.Int64
-	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		got.Add(1)
 		return m.Acker.Term(ctx, "test")
 	})
-	waitFor(t, "10 messages", func() bool { return got.Load() >= 10 })
+	sourcetest.WaitFor(t, "10 messages", func() bool { return got.Load() >= 10 })
 }
 
 // TestReconnect: the in-process server restarts mid-stream; nothing is lost.
@@ -212,14 +178,14 @@ func TestReconnect(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		mu.Lock()
 		seen[string(m.Value)] = true
 		mu.Unlock()
 		return m.Acker.Ack(ctx)
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	waitFor(t, "20 messages", func() bool { return count() >= 20 })
+	sourcetest.WaitFor(t, "20 messages", func() bool { return count() >= 20 })
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +193,7 @@ func TestReconnect(t *testing.T) {
 	nc2, js2 := connect(t, srv.URL())
 	_ = nc2
 	publishN(t, js2, name+".in", 50, 50)
-	waitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+	sourcetest.WaitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
 	t.Logf("delivered %d, InProgress %d", s.Delivered(), s.InProgressSent())
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/sources/sourcetest"
+
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 	pnats "github.com/pacer-dev/pacer/sources/nats"
@@ -26,12 +28,12 @@ func TestTermStopsRedelivery(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	var got atomic.Int64
-	runSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		got.Add(1)
 		return m.Acker.Term(ctx, "rejected by sink: 400 (test)")
 	})
 	publishN(t, js, name+".in", 0, 1)
-	waitFor(t, "the first delivery", func() bool { return got.Load() >= 1 })
+	sourcetest.WaitFor(t, "the first delivery", func() bool { return got.Load() >= 1 })
 	time.Sleep(3 * ackWait) // the server's redelivery clock, not ours
 	if n := got.Load(); n != 1 {
 		t.Fatalf("a terminated message was delivered %d times; want 1 (server %s)", n, nc.ConnectedServerVersion())
