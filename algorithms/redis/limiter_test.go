@@ -348,8 +348,12 @@ func TestOutage(t *testing.T) {
 			p.Stop()
 			// Spend the lease held; then Redis is needed and fails.
 			waitMode(t, l, map[Policy]Mode{FailClosed: ModeFailClosed, FailOpen: ModeFailOpen}[policy], 5*time.Second)
-			if !strings.Contains(logs.String(), "redis failed") {
-				t.Fatalf("no log line on failure: %q", logs.String())
+			// The mode is published before its log line is written.
+			for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "redis failed"); {
+				if time.Now().After(deadline) {
+					t.Fatalf("no log line on failure: %q", logs.String())
+				}
+				time.Sleep(time.Millisecond)
 			}
 			for l.Stats().Lease > 0 {
 				l.Reserve(time.Now(), 1)

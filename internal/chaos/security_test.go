@@ -58,7 +58,7 @@ global:
   on_failure: open`, "dead_letter:\n  type: file\n  path: "+t.TempDir()+"/dlq.jsonl\n")
 	cfg = strings.Replace(cfg, "    timeout: 5s\n", "    timeout: 5s\n    bearer_token: "+secretBearer+"\n    headers:\n      X-Api-Key: "+secretHeader+"\n", 1)
 	cfg = strings.Replace(cfg, "    consumer: pacer\n", "    consumer: pacer\n    auth:\n      token: "+secretNATS+"\n", 1)
-	cfg = strings.Replace(cfg, "admin:\n  listen: "+admin+"\n", "admin:\n  listen: "+admin+"\n  token_env: CHAOS_ADMIN_TOKEN\n", 1)
+	cfg = strings.Replace(cfg, "admin:\n", "admin:\n  token_env: CHAOS_ADMIN_TOKEN\n", 1)
 	cfg = strings.Replace(cfg, "level: info", "level: debug", 1)
 	cfgPath := writeFile(t, "secrets.yaml", cfg)
 
