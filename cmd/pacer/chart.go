@@ -28,6 +28,9 @@ type panel struct {
 	// hline, if > 0, draws a dashed horizontal reference line (a limit).
 	hline      float64
 	hlineLabel string
+	// logY draws the y axis on a log scale (values below 1 are drawn at 1),
+	// so a spike of thousands and a paced line of tens both stay readable.
+	logY bool
 }
 
 var (
@@ -53,6 +56,12 @@ func writeChart(path string, panels []panel) error {
 		p.X.Label.Text = pn.xlabel
 		p.Y.Label.Text = pn.ylabel
 		p.Y.Min = 0
+		floor := 0.0
+		if pn.logY {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Y.Min, floor = 1, 1
+		}
 		p.Legend.Top = true
 		p.Add(plotter.NewGrid())
 		for _, s := range pn.lines {
@@ -61,7 +70,7 @@ func writeChart(path string, panels []panel) error {
 			}
 			xys := make(plotter.XYs, len(s.x))
 			for j := range s.x {
-				xys[j].X, xys[j].Y = s.x[j], s.y[j]
+				xys[j].X, xys[j].Y = s.x[j], max(s.y[j], floor)
 			}
 			l, err := plotter.NewLine(xys)
 			if err != nil {

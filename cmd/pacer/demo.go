@@ -466,7 +466,7 @@ func demoPanels(start time.Time, pub, adm, acc []time.Time, samples []demoSample
 		limit, label = s.Peak.PerSecond(), "peak "+s.Peak.String()
 	}
 	return []panel{
-		{title: title, xlabel: "time (s)", ylabel: "messages / s", hline: limit, hlineLabel: label, lines: []series{
+		{title: title, xlabel: "time (s)", ylabel: "messages / s (log scale)", hline: limit, hlineLabel: label, logY: true, lines: []series{
 			{name: "incoming (published)", color: colIncoming, x: px, y: py},
 			{name: "admitted by pacer", color: colAdmitted, x: ax, y: ay, dash: true},
 			{name: "delivered to the API", color: colDelivered, x: dx, y: dy},
