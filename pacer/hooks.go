@@ -98,35 +98,31 @@ type hookSet struct {
 }
 
 func newHookSet(hs Hooks, status func() Status) hookSet {
-	var s hookSet
+	s := hookSet{
+		consumed:   hooksOf[HookConsumed](hs),
+		admitted:   hooksOf[HookAdmitted](hs),
+		delivered:  hooksOf[HookDelivered](hs),
+		retry:      hooksOf[HookRetry](hs),
+		deadLetter: hooksOf[HookDeadLetter](hs),
+		settled:    hooksOf[HookSettled](hs),
+		paused:     hooksOf[HookPaused](hs),
+		rate:       hooksOf[HookRate](hs),
+	}
 	for _, h := range hs {
-		if x, ok := h.(HookConsumed); ok {
-			s.consumed = append(s.consumed, x)
-		}
-		if x, ok := h.(HookAdmitted); ok {
-			s.admitted = append(s.admitted, x)
-		}
-		if x, ok := h.(HookDelivered); ok {
-			s.delivered = append(s.delivered, x)
-		}
-		if x, ok := h.(HookRetry); ok {
-			s.retry = append(s.retry, x)
-		}
-		if x, ok := h.(HookDeadLetter); ok {
-			s.deadLetter = append(s.deadLetter, x)
-		}
-		if x, ok := h.(HookSettled); ok {
-			s.settled = append(s.settled, x)
-		}
-		if x, ok := h.(HookPaused); ok {
-			s.paused = append(s.paused, x)
-		}
-		if x, ok := h.(HookRate); ok {
-			s.rate = append(s.rate, x)
-		}
 		if x, ok := h.(HookStatus); ok {
 			x.ObserveStatus(status)
 		}
 	}
 	return s
+}
+
+// hooksOf returns the hooks of hs that implement T, in order.
+func hooksOf[T any](hs Hooks) []T {
+	var out []T
+	for _, h := range hs {
+		if x, ok := h.(T); ok {
+			out = append(out, x)
+		}
+	}
+	return out
 }
