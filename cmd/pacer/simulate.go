@@ -480,7 +480,7 @@ func (r *simResult) panels(name string, s config.Shaping) []panel {
 	xl := "time (" + unit + ")"
 	return []panel{
 		{title: fmt.Sprintf("pacer simulate: %s (rate %s, burst %d, peak %s)", name, s.Rate, s.EffectiveBurst(), s.Peak),
-			xlabel: xl, ylabel: "messages / s", hline: s.Rate.PerSecond(), hlineLabel: "rate " + s.Rate.String(),
+			xlabel: xl, ylabel: "messages / s (log scale)", logY: true, hline: s.Rate.PerSecond(), hlineLabel: "rate " + s.Rate.String(),
 			lines: []series{{name: "arrivals", color: colIncoming, x: x, y: in}, {name: "admitted", color: colAdmitted, x: x, y: adm}}},
 		{title: "where the backlog waits", xlabel: xl, ylabel: "messages",
 			lines: []series{{name: "pacer queue (max)", color: colQueue, x: x, y: q}, {name: "broker backlog (paused source)", color: colBacklog, x: x, y: bl}}},
