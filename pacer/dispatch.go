@@ -433,7 +433,6 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		if r.Outcome != Retry && err == nil {
 			err = errNoResult
 		}
-		it.lastErr = err
 		if now.IsZero() {
 			now = e.clock.Now()
 		}

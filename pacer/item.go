@@ -15,13 +15,10 @@ type item struct {
 	admitted time.Time // latest admission
 	due      time.Time // retry: not before this
 	seq      uint64    // FIFO tie-break in the ready queue
-	lastErr  error
-	next     *item // next item of the same batch
 	key      string
 	settled  atomic.Bool
 	hasKey   bool // key holds the ordering key (OrderKey)
 	held     bool // counted in Engine.inflight
-	heapIdx  int
 }
 
 func (e *Engine) getItem(m *Message) *item {

@@ -120,15 +120,8 @@ func (h itemHeap) Less(i, j int) bool {
 	}
 	return h[i].seq < h[j].seq
 }
-func (h itemHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx, h[j].heapIdx = i, j
-}
-func (h *itemHeap) Push(x any) {
-	it := x.(*item)
-	it.heapIdx = len(*h)
-	*h = append(*h, it)
-}
+func (h itemHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *itemHeap) Push(x any)   { *h = append(*h, x.(*item)) }
 func (h *itemHeap) Pop() any {
 	old := *h
 	n := len(old)
