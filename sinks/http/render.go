@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/template"
 	"unicode/utf8"
 
@@ -74,10 +75,10 @@ func dataOf(m *pacer.Message) *tmplData {
 	}
 }
 
-// render executes t over m into buf. Template errors become ErrRender.
-func render(t *template.Template, m *pacer.Message, buf *bytes.Buffer) error {
-	if err := t.Execute(buf, dataOf(m)); err != nil {
-		return fmt.Errorf("%w %q: %s: %v", ErrRender, m.ID, t.Name(), err)
+// render executes t over d into w. Template errors become ErrRender.
+func render(t *template.Template, d *tmplData, w io.Writer) error {
+	if err := t.Execute(w, d); err != nil {
+		return fmt.Errorf("%w %q: %s: %v", ErrRender, d.ID, t.Name(), err)
 	}
 	return nil
 }

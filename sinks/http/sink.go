@@ -242,13 +242,18 @@ func (s *Sink) prepare(m *pacer.Message, buf *bytes.Buffer) ([]header, error) {
 	if s.idemHeader != "" && !validHeaderValue(m.ID) {
 		return nil, fmt.Errorf("%w: message ID %q (for %s)", ErrHeaderInjection, m.ID, s.idemHeader)
 	}
+	if len(s.templated) == 0 && s.body == nil {
+		buf.Write(m.Value)
+		return nil, nil
+	}
+	d := dataOf(m) // once per message: it copies Key and Value
 	var hdrs []header
 	if len(s.templated) > 0 {
 		var hb strings.Builder
 		for _, th := range s.templated {
 			hb.Reset()
-			if err := th.t.Execute(&hb, dataOf(m)); err != nil {
-				return nil, fmt.Errorf("%w %q: %s: %v", ErrRender, m.ID, th.t.Name(), err)
+			if err := render(th.t, d, &hb); err != nil {
+				return nil, err
 			}
 			v := hb.String()
 			if !validHeaderValue(v) {
@@ -261,7 +266,7 @@ func (s *Sink) prepare(m *pacer.Message, buf *bytes.Buffer) ([]header, error) {
 		buf.Write(m.Value)
 		return hdrs, nil
 	}
-	return hdrs, render(s.body, m, buf)
+	return hdrs, render(s.body, d, buf)
 }
 
 func (s *Sink) deliverBatch(ctx context.Context, msgs []*pacer.Message, results []pacer.Result) pacer.Feedback {
