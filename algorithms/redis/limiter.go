@@ -153,7 +153,7 @@ func New(cfg Config, now time.Time) (*Limiter, error) {
 	if cfg.Policy == FailOpen {
 		l.fbRate, l.fbBurst, _ = fallbackRate(cfg.Rate, cfg.Burst, cfg.ExpectedWorkers)
 	}
-	l.main = l.newBucket(cfg.Prefix+"{"+cfg.Name+"}", "", now)
+	l.main = l.newBucket(l.redisKey(nil), "", now)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.loop()
 	return l, nil
@@ -210,11 +210,17 @@ func (l *Limiter) reshape(r algorithms.Rate, burst int) error {
 	l.cfg.Rate, l.cfg.Burst, l.u = r, burst, u
 	l.maxLease = l.maxLeaseFor(r, burst)
 	l.fbRate, l.fbBurst = fr, fb
+	l.dropFallbacksLocked()
+	return nil
+}
+
+// dropFallbacksLocked discards every fail-open bucket, so the next failure
+// starts fresh ones at the current fallback rate.
+func (l *Limiter) dropFallbacksLocked() {
 	l.main.fallback = nil
 	for _, b := range l.keys {
 		b.fallback = nil
 	}
-	return nil
 }
 
 func (l *Limiter) newBucket(key, name string, now time.Time) *bucket {
@@ -270,9 +276,18 @@ func (l *Limiter) bucketLocked(now time.Time, key []byte) *bucket {
 		}
 	}
 	name := string(key)
-	b := l.newBucket(l.cfg.Prefix+"{"+l.cfg.Name+":"+tagSafe(name)+"}", name, now)
+	b := l.newBucket(l.redisKey(key), name, now)
 	l.keys[name] = b
 	return b
+}
+
+// redisKey is the Redis key of key's bucket (nil: the shared budget's); the
+// braces make every bucket of one limiter hash to one cluster slot.
+func (l *Limiter) redisKey(key []byte) string {
+	if key == nil {
+		return l.cfg.Prefix + "{" + l.cfg.Name + "}"
+	}
+	return l.cfg.Prefix + "{" + l.cfg.Name + ":" + tagSafe(string(key)) + "}"
 }
 
 // tagSafe keeps a key printable and free of braces (which would break the
@@ -536,10 +551,7 @@ func (l *Limiter) refillOne() bool {
 		if l.mode != ModeRedis {
 			l.mode = ModeRedis
 			l.nextProbe = time.Time{}
-			l.main.fallback = nil
-			for _, kb := range l.keys {
-				kb.fallback = nil
-			}
+			l.dropFallbacksLocked()
 		}
 	}
 	to := l.mode
@@ -602,10 +614,7 @@ func (l *Limiter) MaxLease() int {
 func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (granted int, wait time.Duration, err error) {
 	l.mu.Lock()
 	closed := l.closed
-	k := l.main.key
-	if key != nil {
-		k = l.cfg.Prefix + "{" + l.cfg.Name + ":" + tagSafe(string(key)) + "}"
-	}
+	k := l.redisKey(key)
 	l.st.Calls++
 	u := l.u
 	l.mu.Unlock()
