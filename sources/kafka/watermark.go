@@ -20,8 +20,7 @@ type watermark struct {
 	mu      sync.Mutex
 	entries []wmEntry // pending offsets in increasing order, from head
 	head    int
-	revoked bool
-	gone    atomic.Bool   // revoked, for lock-free reads
+	revoked atomic.Bool   // set under mu; read without it by Revoked
 	limit   int           // pending count at which add's caller waits
 	room    chan struct{} // closed and replaced when pending drops below limit
 	mark    func(next int64)
@@ -58,7 +57,7 @@ func (w *watermark) pending() (int, <-chan struct{}) {
 func (w *watermark) finish(off int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.revoked {
+	if w.revoked.Load() {
 		return false
 	}
 	live := w.entries[w.head:]
@@ -104,13 +103,12 @@ func (w *watermark) drop(off int64) {
 // revoke stops all further marking; later finishes are ignored.
 func (w *watermark) revoke() {
 	w.mu.Lock()
-	w.revoked = true
-	w.gone.Store(true)
+	w.revoked.Store(true)
 	w.mu.Unlock()
 }
 
 // isRevoked reports whether revoke was called.
-func (w *watermark) isRevoked() bool { return w.gone.Load() }
+func (w *watermark) isRevoked() bool { return w.revoked.Load() }
 
 // low is the lowest pending offset, or -1 when none is pending.
 func (w *watermark) low() int64 {
