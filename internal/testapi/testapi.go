@@ -408,8 +408,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		setRateLimitHeaders(w.Header(), cfg, tokens, !ok)
 	}
 	if !ok {
-		wait := time.Duration((1 - tokens) / cfg.Rate * float64(time.Second))
-		w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(wait)))
+		w.Header().Set("Retry-After", strconv.Itoa(untilToken(tokens, cfg.Rate)))
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate limited"})
 		return
 	}
@@ -503,7 +502,7 @@ func setRateLimitHeaders(h http.Header, cfg Config, tokens float64, refused bool
 	var remaining int64
 	var rs int
 	if refused {
-		rs = ceilSeconds(time.Duration((1 - tokens) / cfg.Rate * float64(time.Second)))
+		rs = untilToken(tokens, cfg.Rate)
 	} else {
 		rs = ws
 		remaining = max(0, int64(math.Floor(tokens+cfg.Rate*float64(ws))))
@@ -513,6 +512,12 @@ func setRateLimitHeaders(h http.Header, cfg Config, tokens float64, refused bool
 	h.Set("X-RateLimit-Limit", strconv.FormatInt(quota, 10))
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 	h.Set("X-RateLimit-Reset", strconv.Itoa(rs))
+}
+
+// untilToken is the whole seconds, rounded up, until a bucket holding
+// tokens and refilling at r per second holds one.
+func untilToken(tokens, r float64) int {
+	return ceilSeconds(time.Duration((1 - tokens) / r * float64(time.Second)))
 }
 
 func ceilSeconds(d time.Duration) int {
