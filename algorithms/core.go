@@ -22,7 +22,23 @@ type core struct {
 	expiry  int64 // ns; 0 = tokens never expire
 	maxN    int64 // the largest n that can ever be granted
 	tat     inst
-	last    int64 // the latest now seen; a stale now is moved up to it
+	last    latest
+}
+
+// latest applies the stale-time rule shared by the mutex-based algorithms:
+// a now earlier than one already seen is treated as that later time, so it
+// can never rewind a limiter. The zero value has seen 0 (an epoch-relative
+// start); the algorithms on Unix nanoseconds start it at -maxUnix. Not safe
+// for concurrent use: its owner's mutex guards it.
+type latest struct{ t int64 }
+
+// see returns max(t, the latest time seen) and records it.
+func (l *latest) see(t int64) int64 {
+	if t < l.t {
+		return l.t
+	}
+	l.t = t
+	return t
 }
 
 func (c *core) init(r Rate, burst int64, maxWait, expiry int64, t int64, startEmpty bool) {
@@ -32,7 +48,7 @@ func (c *core) init(r Rate, burst int64, maxWait, expiry int64, t int64, startEm
 	c.tau = c.st.mul(burst)
 	c.maxWait = maxWait
 	c.expiry = expiry
-	c.last = t
+	c.last = latest{t}
 	c.tat = inst{ns: t}
 	if startEmpty {
 		c.tat = c.st.add(inst{ns: t}, c.tau)
@@ -56,13 +72,7 @@ func (c *core) setMaxN() {
 
 // clock applies the stale-time rule: a now earlier than one already seen is
 // treated as that later time, so it can never rewind the bucket.
-func (c *core) clock(t int64) int64 {
-	if t < c.last {
-		return c.last
-	}
-	c.last = t
-	return t
-}
+func (c *core) clock(t int64) int64 { return c.last.see(t) }
 
 // base is max(tat, t) and, with expiry, no earlier than t+tau-expiry (the
 // bucket holds only permits minted during the last expiry).

@@ -26,7 +26,7 @@ type FixedWindow struct {
 	w     int64
 	idx   int64 // current window index
 	count int64
-	last  int64
+	last  latest
 }
 
 var _ Limiter = (*FixedWindow)(nil)
@@ -36,7 +36,7 @@ func NewFixedWindow(cfg WindowConfig) (*FixedWindow, error) {
 	if err := cfg.validate("fixed", 1<<62); err != nil {
 		return nil, err
 	}
-	return &FixedWindow{limit: int64(cfg.Limit), w: int64(cfg.Window), idx: -1 << 62, last: -maxUnix}, nil
+	return &FixedWindow{limit: int64(cfg.Limit), w: int64(cfg.Window), idx: -1 << 62, last: latest{-maxUnix}}, nil
 }
 
 func floorDiv(a, b int64) int64 {
@@ -52,10 +52,7 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 	t := unixNano(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if t < f.last {
-		t = f.last
-	}
-	f.last = t
+	t = f.last.see(t)
 	if n <= 0 {
 		return 0, true
 	}
@@ -77,10 +74,7 @@ func (f *FixedWindow) Cancel(now time.Time, n int) {
 	t := unixNano(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if t < f.last {
-		t = f.last
-	}
-	f.last = t
+	t = f.last.see(t)
 	if n > 0 && floorDiv(t, f.w) == f.idx {
 		f.count = max(f.count-int64(n), 0)
 	}

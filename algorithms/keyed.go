@@ -43,7 +43,7 @@ type Keyed struct {
 	cfg  KeyedConfig
 	m    map[string]*keyEntry
 	head keyEntry // sentinel of the LRU list: head.next is the most recent
-	last int64    // latest Unix ns seen
+	last latest   // latest Unix ns seen
 }
 
 type keyEntry struct {
@@ -64,7 +64,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.New == nil {
 		return nil, fmt.Errorf("%w: keyed New is nil", ErrInvalidConfig)
 	}
-	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: -maxUnix}
+	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: latest{-maxUnix}}
 	k.head.next, k.head.prev = &k.head, &k.head
 	return k, nil
 }
@@ -96,10 +96,7 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 	t := unixNano(now)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if t < k.last {
-		t = k.last
-	}
-	k.last = t
+	t = k.last.see(t)
 	e, ok := k.m[string(key)]
 	if !ok {
 		if len(k.m) >= k.cfg.MaxKeys {

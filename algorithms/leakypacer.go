@@ -42,7 +42,7 @@ type LeakyPacer struct {
 	slack inst  // Slack * cost
 	cap   int64 // Capacity
 	next  inst  // earliest departure of the next permit
-	last  int64
+	last  latest
 }
 
 var _ Limiter = (*LeakyPacer)(nil)
@@ -67,11 +67,7 @@ func NewLeakyPacer(cfg LeakyPacerConfig, now time.Time) (*LeakyPacer, error) {
 
 func (p *LeakyPacer) clock(now time.Time) int64 {
 	t := rel(now, p.epoch)
-	if t < p.last {
-		return p.last
-	}
-	p.last = t
-	return t
+	return p.last.see(t)
 }
 
 // Reserve schedules n permits to depart at now+wait, or refuses (consuming

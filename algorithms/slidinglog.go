@@ -27,7 +27,7 @@ type SlidingLog struct {
 	w     int64
 	ring  []int64 // grant times, oldest at head
 	head  int
-	last  int64
+	last  latest
 }
 
 var _ Limiter = (*SlidingLog)(nil)
@@ -50,10 +50,7 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 	t := rel(now, l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if t < l.last {
-		t = l.last
-	}
-	l.last = t
+	t = l.last.see(t)
 	if n <= 0 {
 		return 0, true
 	}
@@ -81,7 +78,7 @@ func (l *SlidingLog) Cancel(now time.Time, n int) {
 	t := rel(now, l.epoch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.last = max(l.last, t)
+	l.last.see(t)
 	L := len(l.ring)
 	for i := 0; i < n && i < L; i++ {
 		// The newest entry sits just before head; make it the oldest.

@@ -31,7 +31,7 @@ type SlidingWindow struct {
 	n     int64
 	idx   []int64 // sub-window index held by each ring slot
 	cnt   []int64
-	last  int64
+	last  latest
 }
 
 var _ Limiter = (*SlidingWindow)(nil)
@@ -50,7 +50,7 @@ func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
 		n:     int64(cfg.Buckets),
 		idx:   make([]int64, cfg.Buckets),
 		cnt:   make([]int64, cfg.Buckets),
-		last:  -maxUnix,
+		last:  latest{-maxUnix},
 	}
 	for i := range s.idx {
 		s.idx[i] = -1 << 62
@@ -60,11 +60,7 @@ func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
 
 func (s *SlidingWindow) clock(now time.Time) int64 {
 	t := unixNano(now)
-	if t < s.last {
-		return s.last
-	}
-	s.last = t
-	return t
+	return s.last.see(t)
 }
 
 // Reserve counts n permits in the current sub-window when the last Buckets

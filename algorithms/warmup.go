@@ -53,7 +53,7 @@ type WarmUp struct {
 	maxN    int64
 	next    inst    // when the next request may go
 	stored  float64 // permits stored
-	last    int64
+	last    latest
 	// undo: the state before the last grant, for an exact immediate Cancel.
 	undoNext, undoAfter inst
 	undoStored          float64
@@ -122,10 +122,7 @@ func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
 	t := rel(now, w.epoch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if t < w.last {
-		t = w.last
-	}
-	w.last = t
+	t = w.last.see(t)
 	nn := int64(n)
 	if nn <= 0 {
 		return 0, true
@@ -157,8 +154,7 @@ func (w *WarmUp) Cancel(now time.Time, n int) {
 	t := rel(now, w.epoch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t = max(t, w.last)
-	w.last = t
+	t = w.last.see(t)
 	if n <= 0 {
 		return
 	}
@@ -174,7 +170,7 @@ func (w *WarmUp) Stored(now time.Time) float64 {
 	t := rel(now, w.epoch)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t = max(t, w.last)
+	t = max(t, w.last.t)
 	w.resync(t)
 	return w.stored
 }
