@@ -75,13 +75,7 @@ func startKfake(t testing.TB) *KafkaBroker {
 	// Persist to a temp dir so that Restart brings back topics, records and
 	// committed offsets, like a real broker coming back.
 	dir := t.TempDir()
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.AllowAutoTopicCreation(),
-		kfake.DefaultNumPartitions(KafkaPartitions),
-		kfake.DataDir(dir),
-		kfake.GroupMinSessionTimeout(100*time.Millisecond),
-	)
+	c, err := kfake.NewCluster(kfakeOpts(dir, kfake.NumBrokers(1))...)
 	if err != nil {
 		t.Fatalf("testenv: kfake.NewCluster: %v", err)
 	}
@@ -136,6 +130,18 @@ func startKafkaContainer(t testing.TB) *KafkaBroker {
 	return &KafkaBroker{backend: "container", addrs: []string{addr}}
 }
 
+// kfakeOpts are the in-process cluster's options, the same at the first
+// start and at every Restart, plus where it listens.
+func kfakeOpts(dir string, listen kfake.Opt) []kfake.Opt {
+	return []kfake.Opt{
+		listen,
+		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(KafkaPartitions),
+		kfake.DataDir(dir),
+		kfake.GroupMinSessionTimeout(100 * time.Millisecond),
+	}
+}
+
 // Brokers returns the bootstrap addresses; they stay the same across Restart.
 func (k *KafkaBroker) Brokers() []string { return append([]string(nil), k.addrs...) }
 
@@ -172,13 +178,7 @@ func (k *KafkaBroker) Restart() error {
 	// The port was just released; retry briefly in case it lingers.
 	for i := 0; i < 50; i++ {
 		var c *kfake.Cluster
-		c, err = kfake.NewCluster(
-			kfake.Ports(k.ports...),
-			kfake.AllowAutoTopicCreation(),
-			kfake.DefaultNumPartitions(KafkaPartitions),
-			kfake.DataDir(k.dir),
-			kfake.GroupMinSessionTimeout(100*time.Millisecond),
-		)
+		c, err = kfake.NewCluster(kfakeOpts(k.dir, kfake.Ports(k.ports...))...)
 		if err == nil {
 			k.cluster = c
 			return nil
