@@ -85,15 +85,16 @@ func (d *DeadLetter) DeadLetter(ctx context.Context, m *pacer.Message, reason er
 	if m.Key != nil {
 		pm.Key = sarama.ByteEncoder(m.Key)
 	}
-	for k, v := range m.Headers {
+	pm.Headers = make([]sarama.RecordHeader, 0, len(m.Headers)+8)
+	add := func(k, v string) {
 		pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(k), Value: []byte(v)})
+	}
+	for k, v := range m.Headers {
+		add(k, v)
 	}
 	why := "unknown"
 	if reason != nil {
 		why = reason.Error()
-	}
-	add := func(k, v string) {
-		pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(k), Value: []byte(v)})
 	}
 	add(HeaderReason, why)
 	add(HeaderAttempts, strconv.Itoa(m.Attempt))
