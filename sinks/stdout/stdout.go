@@ -50,8 +50,7 @@ type Config struct {
 
 // Sink writes JSON lines. Build it with New; Close it when done.
 type Sink struct {
-	now   func() time.Time
-	fsync bool
+	now func() time.Time
 
 	mu     sync.Mutex
 	w      io.Writer
@@ -68,7 +67,7 @@ var (
 
 // New opens the destination.
 func New(cfg Config) (*Sink, error) {
-	s := &Sink{now: cfg.Now, fsync: cfg.Fsync}
+	s := &Sink{now: cfg.Now}
 	if s.now == nil {
 		s.now = time.Now
 	}
