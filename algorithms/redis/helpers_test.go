@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,19 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	s := testenv.Redis(t)
 	return &env{srv: s, client: s.Client(t)}
+}
+
+// proxied starts a TCP proxy to this env's Redis (stopped by t.Cleanup) and
+// returns it with the env's URL pointed at it.
+func (e *env) proxied(t *testing.T) (*testenv.TCPProxy, string) {
+	t.Helper()
+	p := testenv.NewTCPProxy(t, e.client.Options().Addr)
+	u, err := url.Parse(e.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = p.Addr()
+	return p, u.String()
 }
 
 // cfg returns a Config on this env with the given shape and test-friendly

@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -429,15 +428,10 @@ func TestMiniredisRestart(t *testing.T) {
 // limiter comes back when Redis is fast again.
 func TestSlowRedis(t *testing.T) {
 	e := newEnv(t)
-	p := testenv.NewTCPProxy(t, e.client.Options().Addr)
-	u, err := url.Parse(e.srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = p.Addr()
+	p, proxyURL := e.proxied(t)
 	hooks := &recHooks{}
 	cfg := e.cfg("slow", algorithms.PerSecond(1000), 5)
-	cfg.URL, cfg.Timeout, cfg.Hooks = u.String(), 50*time.Millisecond, hooks
+	cfg.URL, cfg.Timeout, cfg.Hooks = proxyURL, 50*time.Millisecond, hooks
 	l := newLimiter(t, cfg)
 	if !reserveWithin(l, nil, 1, 5*time.Second) {
 		t.Fatal("no admission")
@@ -542,15 +536,10 @@ func TestClusterClient(t *testing.T) {
 // (no call has completed yet); the answer then serves later Reserves.
 func TestReserveDoesNotWaitForRedis(t *testing.T) {
 	e := newEnv(t)
-	p := testenv.NewTCPProxy(t, e.client.Options().Addr)
-	u, err := url.Parse(e.srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = p.Addr()
+	p, proxyURL := e.proxied(t)
 	p.SetDelay(150 * time.Millisecond) // per chunk each way: the dial, HELLO and script take several
 	cfg := e.cfg("nowait", algorithms.PerSecond(1000), 10)
-	cfg.URL, cfg.Timeout = u.String(), 10*time.Second
+	cfg.URL, cfg.Timeout = proxyURL, 10*time.Second
 	l := newLimiter(t, cfg)
 	for i := 0; i < 100; i++ {
 		if w, ok := l.Reserve(time.Now(), 1); ok || w <= 0 {
