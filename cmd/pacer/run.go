@@ -127,31 +127,17 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 		return nil, err
 	}
 	w.shaping = sh
-	g, err := globalLimiter(cfg.Shaping.Global, log, now)
-	if err != nil {
-		return nil, fmt.Errorf("shaping.global: %w", redactErr(err, cfg.Shaping.Global.RedisURL))
+	if w.global, err = w.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
+		return nil, err
 	}
-	if g != nil {
-		w.global = g
-		sh.Global = g
-		w.closers.add(func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			return g.Close(ctx)
-		})
+	if w.globalKeyed, err = w.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
+		return nil, err
 	}
-	gk, err := globalPerKeyLimiter(cfg.Shaping.Global, log, now)
-	if err != nil {
-		return nil, fmt.Errorf("shaping.global.per_key: %w", redactErr(err, cfg.Shaping.Global.RedisURL))
+	if w.global != nil {
+		sh.Global = w.global
 	}
-	if gk != nil {
-		w.globalKeyed = gk
-		sh.GlobalPerKey = gk
-		w.closers.add(func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			return gk.Close(ctx)
-		})
+	if w.globalKeyed != nil {
+		sh.GlobalPerKey = w.globalKeyed
 	}
 	if err := registerGlobalMetrics(w.reg, w.global, w.globalKeyed); err != nil {
 		return nil, err
@@ -189,6 +175,27 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	w.engine = eng
 	ok = true
 	return w, nil
+}
+
+// redisLimiter connects one of shaping.global's Redis limiters (see
+// redisLimiter) and has the worker close it.
+func (w *worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*redis.Limiter, error) {
+	field := "shaping.global"
+	if perKey {
+		field += ".per_key"
+	}
+	l, err := redisLimiter(g, perKey, w.log, now)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, redactErr(err, g.RedisURL))
+	}
+	if l != nil {
+		w.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return l.Close(ctx)
+		})
+	}
+	return l, nil
 }
 
 func (w *worker) close() {

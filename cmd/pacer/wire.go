@@ -75,16 +75,19 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 	return sh, nil
 }
 
-// globalLimiter connects the Redis limiter, if configured (nil otherwise).
-func globalLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
-	if g.RedisURL.IsZero() {
+// redisLimiter connects one Redis limiter of shaping.global, if configured
+// (nil otherwise): the shared budget, or with perKey the per-key one (one
+// bucket per key shared by every worker), whose buckets live under the
+// budget's key + ".per_key", apart from the shared budget's.
+func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
+	if g.RedisURL.IsZero() || perKey && g.PerKey.Rate.IsZero() {
 		return nil, nil
 	}
 	policy, err := redis.ParsePolicy(g.OnFailure)
 	if err != nil {
 		return nil, err
 	}
-	return redis.New(redis.Config{
+	c := redis.Config{
 		Name:            g.Key,
 		Prefix:          g.Prefix,
 		Rate:            g.Rate.Rate,
@@ -95,7 +98,12 @@ func globalLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Lim
 		Policy:          policy,
 		ExpectedWorkers: g.ExpectedWorkers,
 		Logger:          log,
-	}, now)
+	}
+	if perKey {
+		c.Name += ".per_key"
+		c.Rate, c.Burst, c.MaxKeys = g.PerKey.Rate.Rate, max(1, g.PerKey.Burst), g.PerKey.MaxKeys
+	}
+	return redis.New(c, now)
 }
 
 // keyFunc maps a configured per-key "key" ("key" or "header:NAME") to the
@@ -118,32 +126,6 @@ func keyFunc(key string) func(*pacer.Message) []byte {
 		}
 		return []byte(v)
 	}
-}
-
-// globalPerKeyLimiter connects the Redis per-key limiter (one bucket per key
-// shared by every worker), if configured (nil otherwise). Its buckets live
-// under the budget's key + ".per_key", apart from the shared budget's.
-func globalPerKeyLimiter(g config.Global, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
-	if g.RedisURL.IsZero() || g.PerKey.Rate.IsZero() {
-		return nil, nil
-	}
-	policy, err := redis.ParsePolicy(g.OnFailure)
-	if err != nil {
-		return nil, err
-	}
-	return redis.New(redis.Config{
-		Name:            g.Key + ".per_key",
-		Prefix:          g.Prefix,
-		Rate:            g.PerKey.Rate.Rate,
-		Burst:           max(1, g.PerKey.Burst),
-		URL:             g.RedisURL.Reveal(),
-		Lease:           g.Lease.D(),
-		Timeout:         g.Timeout.D(),
-		Policy:          policy,
-		ExpectedWorkers: g.ExpectedWorkers,
-		MaxKeys:         g.PerKey.MaxKeys,
-		Logger:          log,
-	}, now)
 }
 
 func kafkaClient(k config.Kafka) kafka.Client {
