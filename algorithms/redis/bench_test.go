@@ -40,6 +40,21 @@ func report(b *testing.B, calls, admitted uint64) {
 	b.ReportMetric(0, "ns/op") // admits/s says it; avoid two views of one number
 }
 
+// runOps runs one per op, from b.Loop (serial) or b.RunParallel (parallel).
+func runOps(b *testing.B, parallel bool, one func()) {
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				one()
+			}
+		})
+		return
+	}
+	for b.Loop() {
+		one()
+	}
+}
+
 // BenchmarkRedisRate is github.com/go-redis/redis_rate/v10 (GCRA in Lua):
 // one Redis call per decision.
 func BenchmarkRedisRate(b *testing.B) {
@@ -62,17 +77,7 @@ func BenchmarkRedisRate(b *testing.B) {
 					admitted.Add(1)
 				}
 			}
-			if par {
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						one()
-					}
-				})
-			} else {
-				for b.Loop() {
-					one()
-				}
-			}
+			runOps(b, par, one)
 			report(b, calls.Load(), admitted.Load())
 		})
 	}
@@ -90,17 +95,7 @@ func BenchmarkNoLease(b *testing.B) {
 					b.Error(err)
 				}
 			}
-			if par {
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						one()
-					}
-				})
-			} else {
-				for b.Loop() {
-					one()
-				}
-			}
+			runOps(b, par, one)
 			st := l.Stats()
 			report(b, st.Calls, st.Taken)
 		})
@@ -123,17 +118,7 @@ func BenchmarkLease(b *testing.B) {
 					runtime.Gosched()
 				}
 			}
-			if par {
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						one()
-					}
-				})
-			} else {
-				for b.Loop() {
-					one()
-				}
-			}
+			runOps(b, par, one)
 			st := l.Stats()
 			report(b, st.Calls, st.Admitted)
 		})
