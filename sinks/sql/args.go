@@ -14,6 +14,14 @@ import (
 // the message a Reject.
 type argFunc func(m *pacer.Message) (any, error)
 
+// arg is one compiled Config.Args entry. A json:PATH argument has its path
+// in jsonPath: argsOf checks once per message, before the first such
+// argument, that the value is JSON, and get assumes it.
+type arg struct {
+	get      argFunc
+	jsonPath string
+}
+
 // parseArg compiles one Config.Args entry. The forms are:
 //
 //	id, key, value, topic, partition, offset, timestamp, attempt
@@ -25,57 +33,9 @@ type argFunc func(m *pacer.Message) (any, error)
 //
 // key and value are text: bytes that are not valid UTF-8 reject the message
 // (use key_bytes / value_bytes for binary data).
-func parseArg(spec string) (argFunc, error) {
-	switch spec {
-	case "id":
-		return func(m *pacer.Message) (any, error) { return m.ID, nil }, nil
-	case "key":
-		return func(m *pacer.Message) (any, error) {
-			if m.Key == nil {
-				return nil, nil
-			}
-			return text("key", m.Key)
-		}, nil
-	case "value":
-		return func(m *pacer.Message) (any, error) { return text("value", m.Value) }, nil
-	case "key_bytes":
-		return func(m *pacer.Message) (any, error) {
-			if m.Key == nil {
-				return nil, nil
-			}
-			return m.Key, nil
-		}, nil
-	case "value_bytes":
-		return func(m *pacer.Message) (any, error) {
-			if m.Value == nil {
-				return []byte{}, nil
-			}
-			return m.Value, nil
-		}, nil
-	case "topic":
-		return func(m *pacer.Message) (any, error) { return m.Topic, nil }, nil
-	case "partition":
-		return func(m *pacer.Message) (any, error) { return int64(m.Partition), nil }, nil
-	case "offset", "sequence":
-		return func(m *pacer.Message) (any, error) { return m.Offset, nil }, nil
-	case "timestamp":
-		return func(m *pacer.Message) (any, error) {
-			if m.Timestamp.IsZero() {
-				return nil, nil
-			}
-			return m.Timestamp.UTC(), nil
-		}, nil
-	case "attempt":
-		return func(m *pacer.Message) (any, error) { return int64(m.Attempt), nil }, nil
-	}
-	if name, ok := strings.CutPrefix(spec, "headers."); ok && name != "" {
-		return func(m *pacer.Message) (any, error) {
-			v, ok := m.Headers[name]
-			if !ok {
-				return nil, nil
-			}
-			return v, nil
-		}, nil
+func parseArg(spec string) (arg, error) {
+	if f := fieldArg(spec); f != nil {
+		return arg{get: f}, nil
 	}
 	optional := false
 	path, ok := strings.CutPrefix(spec, "json:")
@@ -84,10 +44,7 @@ func parseArg(spec string) (argFunc, error) {
 		optional = ok
 	}
 	if ok && path != "" {
-		return func(m *pacer.Message) (any, error) {
-			if !gjson.ValidBytes(m.Value) {
-				return nil, fmt.Errorf("value is not valid JSON (looking up %q)", path)
-			}
+		return arg{jsonPath: path, get: func(m *pacer.Message) (any, error) {
 			r := gjson.GetBytes(m.Value, path)
 			if !r.Exists() {
 				if optional {
@@ -96,9 +53,65 @@ func parseArg(spec string) (argFunc, error) {
 				return nil, fmt.Errorf("JSON field %q not found in value", path)
 			}
 			return jsonArg(r), nil
-		}, nil
+		}}, nil
 	}
-	return nil, fmt.Errorf("unknown argument %q (want id, key, value, key_bytes, value_bytes, topic, partition, offset, timestamp, attempt, headers.NAME, json:PATH or json?:PATH)", spec)
+	return arg{}, fmt.Errorf("unknown argument %q (want id, key, value, key_bytes, value_bytes, topic, partition, offset, timestamp, attempt, headers.NAME, json:PATH or json?:PATH)", spec)
+}
+
+// fieldArg compiles the forms that read a message field; nil for the rest.
+func fieldArg(spec string) argFunc {
+	switch spec {
+	case "id":
+		return func(m *pacer.Message) (any, error) { return m.ID, nil }
+	case "key":
+		return func(m *pacer.Message) (any, error) {
+			if m.Key == nil {
+				return nil, nil
+			}
+			return text("key", m.Key)
+		}
+	case "value":
+		return func(m *pacer.Message) (any, error) { return text("value", m.Value) }
+	case "key_bytes":
+		return func(m *pacer.Message) (any, error) {
+			if m.Key == nil {
+				return nil, nil
+			}
+			return m.Key, nil
+		}
+	case "value_bytes":
+		return func(m *pacer.Message) (any, error) {
+			if m.Value == nil {
+				return []byte{}, nil
+			}
+			return m.Value, nil
+		}
+	case "topic":
+		return func(m *pacer.Message) (any, error) { return m.Topic, nil }
+	case "partition":
+		return func(m *pacer.Message) (any, error) { return int64(m.Partition), nil }
+	case "offset", "sequence":
+		return func(m *pacer.Message) (any, error) { return m.Offset, nil }
+	case "timestamp":
+		return func(m *pacer.Message) (any, error) {
+			if m.Timestamp.IsZero() {
+				return nil, nil
+			}
+			return m.Timestamp.UTC(), nil
+		}
+	case "attempt":
+		return func(m *pacer.Message) (any, error) { return int64(m.Attempt), nil }
+	}
+	if name, ok := strings.CutPrefix(spec, "headers."); ok && name != "" {
+		return func(m *pacer.Message) (any, error) {
+			v, ok := m.Headers[name]
+			if !ok {
+				return nil, nil
+			}
+			return v, nil
+		}
+	}
+	return nil
 }
 
 func text(what string, b []byte) (any, error) {

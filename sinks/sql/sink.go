@@ -25,7 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // driver "pgx"
-	_ "modernc.org/sqlite"           // driver "sqlite"
+	"github.com/tidwall/gjson"
+	_ "modernc.org/sqlite" // driver "sqlite"
 
 	"github.com/pacer-dev/pacer/pacer"
 )
@@ -94,7 +95,7 @@ type Sink struct {
 	ownDB    bool
 	dialect  Dialect
 	stmtText string
-	args     []argFunc
+	args     []arg
 	maxBatch int
 }
 
@@ -432,8 +433,15 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 
 func (s *Sink) argsOf(m *pacer.Message) ([]any, error) {
 	out := make([]any, len(s.args))
-	for j, f := range s.args {
-		v, err := f(m)
+	jsonChecked := false
+	for j, a := range s.args {
+		if a.jsonPath != "" && !jsonChecked {
+			if !gjson.ValidBytes(m.Value) {
+				return nil, fmt.Errorf("%w: message %q, argument %d: value is not valid JSON (looking up %q)", errArg, m.ID, j+1, a.jsonPath)
+			}
+			jsonChecked = true
+		}
+		v, err := a.get(m)
 		if err != nil {
 			return nil, fmt.Errorf("%w: message %q, argument %d: %v", errArg, m.ID, j+1, err)
 		}
