@@ -24,6 +24,7 @@ type tmplData struct {
 	Partition int32
 	Offset    int64
 	raw       []byte
+	jsonOK    int8 // whether raw is JSON: 0 not yet checked, 1 yes, -1 no
 }
 
 // Field returns the JSON field at path (gjson syntax) of the message value
@@ -46,7 +47,13 @@ func (d *tmplData) Raw(path string) (string, error) {
 }
 
 func (d *tmplData) lookup(path string) (gjson.Result, error) {
-	if !gjson.ValidBytes(d.raw) {
+	if d.jsonOK == 0 {
+		d.jsonOK = -1
+		if gjson.ValidBytes(d.raw) {
+			d.jsonOK = 1
+		}
+	}
+	if d.jsonOK < 0 {
 		return gjson.Result{}, fmt.Errorf("value is not valid JSON (looking up %q)", path)
 	}
 	r := gjson.GetBytes(d.raw, path)
