@@ -52,12 +52,11 @@ type Source struct {
 	cfg Config
 	sc  *sarama.Config
 
-	mu       sync.Mutex
-	group    sarama.ConsumerGroup // set while Run is running
-	paused   bool
-	pausedAt atomic.Bool   // mirrors paused, for the per-message fast path
-	resumed  chan struct{} // closed while not paused
-	pausedC  chan struct{} // closed while paused
+	mu      sync.Mutex
+	group   sarama.ConsumerGroup // set while Run is running
+	paused  atomic.Bool          // written under mu; read without it on the per-message path
+	resumed chan struct{}        // closed while not paused
+	pausedC chan struct{}        // closed while paused
 
 	ran     atomic.Bool
 	stopped chan struct{}
@@ -98,7 +97,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	}
 	s.mu.Lock()
 	s.group = group
-	if s.paused {
+	if s.paused.Load() {
 		group.PauseAll()
 	}
 	s.mu.Unlock()
@@ -169,11 +168,10 @@ func (s *Source) Pause() {
 	if s.group != nil {
 		s.group.PauseAll()
 	}
-	if s.paused {
+	if s.paused.Load() {
 		return
 	}
-	s.paused = true
-	s.pausedAt.Store(true)
+	s.paused.Store(true)
 	s.resumed = make(chan struct{})
 	close(s.pausedC)
 }
@@ -185,21 +183,16 @@ func (s *Source) Resume() {
 	if s.group != nil {
 		s.group.ResumeAll()
 	}
-	if !s.paused {
+	if !s.paused.Load() {
 		return
 	}
-	s.paused = false
-	s.pausedAt.Store(false)
+	s.paused.Store(false)
 	s.pausedC = make(chan struct{})
 	close(s.resumed)
 }
 
 // Paused reports whether the Source is paused.
-func (s *Source) Paused() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused
-}
+func (s *Source) Paused() bool { return s.paused.Load() }
 
 // Delivered counts messages handed to deliver since New.
 func (s *Source) Delivered() int64 { return s.delivered.Load() }
@@ -207,14 +200,14 @@ func (s *Source) Delivered() int64 { return s.delivered.Load() }
 func (s *Source) pauseState() (paused bool, resumed, pausedC <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.paused, s.resumed, s.pausedC
+	return s.paused.Load(), s.resumed, s.pausedC
 }
 
 // repause re-applies a pause to a partition claimed after a rebalance.
 func (s *Source) repause(topic string, partition int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.paused && s.group != nil {
+	if s.paused.Load() && s.group != nil {
 		s.group.Pause(map[string][]int32{topic: {partition}})
 	}
 }
@@ -234,7 +227,7 @@ type handler struct {
 func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s := h.s
 	s.mu.Lock()
-	if s.paused && s.group != nil {
+	if s.paused.Load() && s.group != nil {
 		s.group.PauseAll()
 	}
 	s.mu.Unlock()
@@ -275,7 +268,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	// select below never spins on a stale closed channel.
 	_, _, pausedC := s.pauseState()
 	for {
-		if s.pausedAt.Load() {
+		if s.paused.Load() {
 			paused, resumed, _ := s.pauseState()
 			if paused {
 				select {
