@@ -219,7 +219,8 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// fallbackRate is Rate/workers and Burst/workers (at least 1).
+// fallbackRate is Rate/workers and Burst/workers (at least 1), checked to
+// make a valid fallback bucket.
 func fallbackRate(r algorithms.Rate, burst, workers int) (algorithms.Rate, int, error) {
 	if workers < 1 {
 		workers = 1
@@ -228,11 +229,17 @@ func fallbackRate(r algorithms.Rate, burst, workers int) (algorithms.Rate, int, 
 	if per/time.Duration(workers) != r.Per {
 		return algorithms.Rate{}, 0, fmt.Errorf("rate %s / %d workers overflows", r, workers)
 	}
-	fr := algorithms.Rate{Count: r.Count, Per: per}
-	if err := fr.Validate(); err != nil {
+	fr, fb := algorithms.Rate{Count: r.Count, Per: per}, max(1, burst/workers)
+	// The fallback bucket is built when Redis fails: check now that it can be.
+	if _, err := newFallback(fr, fb, time.Time{}); err != nil {
 		return algorithms.Rate{}, 0, err
 	}
-	return fr, max(1, burst/workers), nil
+	return fr, fb, nil
+}
+
+// newFallback is the fail-open local bucket: rate fr, burst fb, empty at now.
+func newFallback(fr algorithms.Rate, fb int, now time.Time) (*algorithms.TokenBucket, error) {
+	return algorithms.NewTokenBucket(algorithms.TokenBucketConfig{Rate: fr, Burst: fb, StartEmpty: true}, now)
 }
 
 // Hooks observe a Limiter. Methods are called from the Limiter's background

@@ -118,7 +118,7 @@ type bucket struct {
 	pending   time.Duration // server wait from the last refill, to stamp
 	stamp     bool
 
-	fallback algorithms.Limiter // fail-open local bucket
+	fallback *algorithms.TokenBucket // fail-open local bucket
 	used     time.Time
 }
 
@@ -338,21 +338,19 @@ func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool
 		}
 		if l.mode == ModeFailOpen {
 			if b.fallback == nil {
-				b.fallback, _ = algorithms.NewTokenBucket(algorithms.TokenBucketConfig{
-					Rate: l.fbRate, Burst: l.fbBurst, StartEmpty: true}, now)
+				// fallbackRate checked that it builds: no error here.
+				b.fallback, _ = newFallback(l.fbRate, l.fbBurst, now)
 			}
-			if b.fallback != nil {
-				w, ok := b.fallback.Reserve(now, n)
-				if ok && w == 0 {
-					l.st.Fallback += uint64(n)
-					l.admitLocked(b, now, n)
-					return 0, true
-				}
-				if ok { // a borrowing fallback: give it back, hint the wait
-					b.fallback.Cancel(now, n)
-				}
-				return max(w, l.hintLocked()), false
+			w, ok := b.fallback.Reserve(now, n)
+			if ok && w == 0 {
+				l.st.Fallback += uint64(n)
+				l.admitLocked(b, now, n)
+				return 0, true
 			}
+			if ok { // a borrowing fallback: give it back, hint the wait
+				b.fallback.Cancel(now, n)
+			}
+			return max(w, l.hintLocked()), false
 		}
 		return max(l.nextProbe.Sub(now), l.hintLocked()), false
 	}

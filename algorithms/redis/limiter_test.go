@@ -61,6 +61,11 @@ func TestConfigValidate(t *testing.T) {
 		{"timeout", func(c *Config) { c.Timeout = -1 }, "timeout"},
 		{"workers", func(c *Config) { c.ExpectedWorkers = -2 }, "expected workers"},
 		{"too exact", func(c *Config) { c.Rate = algorithms.Rate{Count: 1, Per: 300 * 24 * time.Hour}; c.Burst = 1e6 }, "2^53"},
+		// Exact in Lua, but the fail-open bucket (burst 1e5 at 1/day) spans
+		// more than algorithms' 73 years: refused here, not found at outage.
+		{"fallback span", func(c *Config) {
+			c.Policy, c.Rate, c.Burst = FailOpen, algorithms.Rate{Count: 1, Per: 24 * time.Hour}, 100_000
+		}, "fail-open fallback"},
 	} {
 		c := ok
 		tc.edit(&c)
