@@ -97,9 +97,11 @@ type worker struct {
 	reg         *prometheus.Registry
 	closers     closers
 	log         *slog.Logger
-	errors      *errorRecorder
-	reloads     int
-	started     time.Time
+	// lookup reads the environment (admin.token_env).
+	lookup  func(string) (string, bool)
+	errors  *errorRecorder
+	reloads int
+	started time.Time
 	// shaping is the engine's current local shaping: its quota and warm-up
 	// limiters are kept across reloads that do not change them, so a
 	// SIGHUP never resets a daily quota or restarts a warm-up.
@@ -109,7 +111,7 @@ type worker struct {
 // newWorker builds the source, sink, dead-letter writer, limiters and engine
 // described by cfg.
 func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(string) (string, bool), extra ...pacer.Hook) (*worker, error) {
-	w := &worker{cfg: cfg, log: log, reg: prometheus.NewRegistry(), started: time.Now()}
+	w := &worker{cfg: cfg, log: log, lookup: lookup, reg: prometheus.NewRegistry(), started: time.Now()}
 	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ok := false
 	defer func() {
@@ -418,11 +420,12 @@ func (w *worker) serveAdmin(a config.Admin, log *slog.Logger) (func(), error) {
 }
 
 // serveAdminAt serves the admin handler on addr; PUT /rate takes its token
-// from the environment variable tokenEnv ("" or unset: off).
+// from the environment variable tokenEnv, read through the worker's lookup
+// ("" or unset: off).
 func (w *worker) serveAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), string, error) {
 	token := ""
 	if tokenEnv != "" {
-		token = os.Getenv(tokenEnv)
+		token, _ = w.lookup(tokenEnv)
 	}
 	h := admin.New(admin.Config{
 		Status:   w.status,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -231,7 +232,7 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			DSN:          q.DSN.Reveal(),
 			Statement:    q.Statement,
 			Table:        q.Table,
-			MaxOpenConns: cmpOr(q.MaxConns, cfg.Shaping.MaxInFlight),
+			MaxOpenConns: cmp.Or(q.MaxConns, cfg.Shaping.MaxInFlight),
 		})
 		if err != nil {
 			return nil, redactErr(err, q.DSN)
@@ -254,13 +255,6 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 		return s, nil
 	}
 	return nil, fmt.Errorf("sink.type %q", cfg.Sink.Type)
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // redactErr hides a secret that a library may have echoed in an error.
