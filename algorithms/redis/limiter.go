@@ -580,13 +580,6 @@ func (l *Limiter) Mode() Mode {
 	return l.mode
 }
 
-// Calls returns the number of Redis calls made so far.
-func (l *Limiter) Calls() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.st.Calls
-}
-
 // Stats returns a snapshot of the counters.
 func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
