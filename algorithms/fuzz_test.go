@@ -259,15 +259,7 @@ func FuzzWindows(f *testing.F) {
 				t.Fatalf("sliding log: window ending %v holds %d > %d", logUses[i].at, sum, limit)
 			}
 		}
-		for k := range sub {
-			sum := 0
-			for j := k; j < k+int64(nb); j++ {
-				sum += sub[j]
-			}
-			if sum > limit {
-				t.Fatalf("sliding window: %d sub-windows from %d hold %d > %d", nb, k, sum, limit)
-			}
-		}
+		checkSubWindows(t, "sliding window", sub, nb, limit)
 	})
 }
 

@@ -66,6 +66,21 @@ func checkEnvelope(t *testing.T, uses []use, r Rate, burst int64) {
 	}
 }
 
+// checkSubWindows checks that every nb consecutive sub-windows (counts: the
+// permits granted per sub-window index) hold at most limit.
+func checkSubWindows(t *testing.T, what string, counts map[int64]int, nb, limit int) {
+	t.Helper()
+	for k := range counts {
+		sum := 0
+		for j := k; j < k+int64(nb); j++ {
+			sum += counts[j]
+		}
+		if sum > limit {
+			t.Fatalf("%s: %d sub-windows from %d hold %d > %d", what, nb, k, sum, limit)
+		}
+	}
+}
+
 func sortUses(u []use) {
 	// insertion sort is fine for test sizes and keeps ties in order
 	for i := 1; i < len(u); i++ {

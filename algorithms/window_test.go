@@ -123,15 +123,7 @@ func TestSlidingWindowBound(t *testing.T) {
 				counts[now.UnixNano()/int64(width)] += n
 			}
 		}
-		for k := range counts {
-			sum := 0
-			for j := k; j < k+int64(nb); j++ {
-				sum += counts[j]
-			}
-			if sum > limit {
-				t.Fatalf("%d sub-windows from %d hold %d > %d", nb, k, sum, limit)
-			}
-		}
+		checkSubWindows(t, "sliding window", counts, nb, limit)
 	}
 }
 
