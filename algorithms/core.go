@@ -110,6 +110,22 @@ func (c *core) reserve(t, n int64) (int64, bool) {
 	return w, true
 }
 
+// allow grants n at t only when they need no wait (no borrowing).
+func (c *core) allow(t, n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	if n > c.maxN {
+		return false
+	}
+	nt, w := c.plan(t, n)
+	if w > 0 {
+		return false
+	}
+	c.tat = nt
+	return true
+}
+
 func (c *core) cancel(t, n int64) {
 	if n <= 0 {
 		return

@@ -98,12 +98,10 @@ func (tb *TokenBucket) Reserve(now time.Time, n int) (time.Duration, bool) {
 // Allow reports whether n permits are available at now without waiting,
 // consuming them if so.
 func (tb *TokenBucket) Allow(now time.Time, n int) bool {
-	w, ok := tb.Reserve(now, n)
-	if ok && w > 0 {
-		tb.Cancel(now, n)
-		return false
-	}
-	return ok
+	t := rel(now, tb.epoch)
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.c.allow(tb.c.clock(t), int64(n))
 }
 
 // Cancel gives back n permits from an earlier grant that will not be used.

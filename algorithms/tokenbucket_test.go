@@ -256,3 +256,32 @@ func TestTokenBucketRuntimeChangesNeverMint(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenBucketAllow: Allow grants only what needs no wait, even with
+// borrowing allowed, and a refusal consumes nothing.
+func TestTokenBucketAllow(t *testing.T) {
+	tb := newTB(t, TokenBucketConfig{Rate: PerSecond(1), Burst: 2, MaxWait: time.Second})
+	for i, s := range []struct {
+		t    time.Time
+		n    int
+		want bool
+	}{
+		{t0, 0, true},
+		{t0, 3, false}, // above the burst
+		{t0, 2, true},
+		{t0, 1, false}, // would borrow 1s
+		{t1, 1, true},  // the refusal took nothing: the t1 permit is there
+		{t1, 1, false},
+		{t0, 1, false}, // stale: treated as t1
+	} {
+		if got := tb.Allow(s.t, s.n); got != s.want {
+			t.Fatalf("step %d: tb.Allow(%v, %d) = %v want %v", i, s.t.Sub(t0), s.n, got, s.want)
+		}
+	}
+	if got := tb.Tokens(t1); got != 0 {
+		t.Fatalf("tb.Tokens(t1) = %v want 0", got)
+	}
+	if w, ok := tb.Reserve(t1, 1); !ok || w != time.Second {
+		t.Fatalf("tb.Reserve(t1, 1) = %v, %v want 1s, true (borrowing)", w, ok)
+	}
+}
