@@ -39,6 +39,7 @@
 package redis
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +80,7 @@ type Limiter struct {
 	nextProbe  time.Time // while failing, no probe before this (Reserve's clock)
 	main       *bucket
 	keys       map[string]*bucket
+	lru        list.List // per-key buckets, most recently reserved first
 	queue      []*bucket
 	rtt        time.Duration // smoothed round trip of successful calls
 	st         Stats
@@ -119,7 +121,7 @@ type bucket struct {
 	stamp     bool
 
 	fallback *algorithms.TokenBucket // fail-open local bucket
-	used     time.Time
+	elem     *list.Element           // in Limiter.lru (per-key buckets)
 }
 
 // New validates cfg, connects (lazily: go-redis dials on first use) and
@@ -224,7 +226,7 @@ func (l *Limiter) dropFallbacksLocked() {
 }
 
 func (l *Limiter) newBucket(key, name string, now time.Time) *bucket {
-	return &bucket{key: key, name: name, winStart: now, used: now,
+	return &bucket{key: key, name: name, winStart: now,
 		rate: l.cfg.Rate.PerSecond() / float64(l.cfg.ExpectedWorkers)}
 }
 
@@ -265,18 +267,19 @@ func (l *Limiter) bucketLocked(now time.Time, key []byte) *bucket {
 		return b
 	}
 	if len(l.keys) >= l.cfg.MaxKeys {
-		var old *bucket
-		for _, b := range l.keys {
-			if !b.queued && (old == nil || b.used.Before(old.used)) {
-				old = b
+		// The least recently reserved bucket without a refill in flight;
+		// its lease is dropped: conservative, never minted.
+		for e := l.lru.Back(); e != nil; e = e.Prev() {
+			if old := e.Value.(*bucket); !old.queued {
+				l.lru.Remove(e)
+				delete(l.keys, old.name)
+				break
 			}
-		}
-		if old != nil { // its lease is dropped: conservative, never minted
-			delete(l.keys, old.name)
 		}
 	}
 	name := string(key)
 	b := l.newBucket(l.redisKey(key), name, now)
+	b.elem = l.lru.PushFront(b)
 	l.keys[name] = b
 	return b
 }
@@ -318,7 +321,9 @@ func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool
 		l.nextProbe, l.stampRetry = now.Add(l.cfg.RetryInterval), false
 	}
 	b := l.bucketLocked(now, key)
-	b.used = now
+	if b.elem != nil {
+		l.lru.MoveToFront(b.elem)
+	}
 	if b.stamp {
 		b.notBefore, b.stamp = now.Add(b.pending), false
 	}

@@ -221,6 +221,30 @@ func TestPerKey(t *testing.T) {
 	}
 }
 
+// TestPerKeyEviction: with MaxKeys buckets held, a new key drops the least
+// recently reserved one, not the most recently added.
+func TestPerKeyEviction(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.cfg("evict", algorithms.PerSecond(1000), 10)
+	cfg.Lease, cfg.MaxKeys = -1, 2 // no leasing: an admitted key has no refill queued
+	l := newLimiter(t, cfg)
+	for _, k := range []string{"a", "b", "a", "c"} {
+		if !reserveWithin(l, []byte(k), 1, 5*time.Second) {
+			t.Fatalf("key %s refused", k)
+		}
+	}
+	l.mu.Lock()
+	var held []string
+	for k := range l.keys {
+		held = append(held, k)
+	}
+	l.mu.Unlock()
+	slices.Sort(held)
+	if want := []string{"a", "c"}; !slices.Equal(held, want) {
+		t.Fatalf("keys held = %q want %q (b least recently reserved)", held, want)
+	}
+}
+
 // TestEnvelopeProperty: W workers (each its own Limiter, as separate
 // processes would be) with random seeded demand never admit more than
 // r*T + b + W*maxLease in any interval [t1, t2], timed by the admissions.
