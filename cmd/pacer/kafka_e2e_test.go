@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,7 +97,7 @@ func TestHiddenHelpers(t *testing.T) {
 		res.Body.Close()
 		codes = append(codes, res.StatusCode)
 	}
-	if !containsInt(codes, 200) || !containsInt(codes, 429) {
+	if !slices.Contains(codes, 200) || !slices.Contains(codes, 429) {
 		t.Errorf("testapi statuses %v, want some 200 and some 429", codes)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -149,13 +150,4 @@ func TestProduceKafka(t *testing.T) {
 	if got != 40 {
 		t.Errorf("topic holds %d records, want 40", got)
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

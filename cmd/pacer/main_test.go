@@ -6,16 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
 // pacerBin is the binary built once by TestMain, run as a user would.
@@ -201,35 +201,22 @@ func TestSimulateWritesChart(t *testing.T) {
 // freeAddr returns a free loopback address for the admin listener.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return fmt.Sprintf("127.0.0.1:%d", p)
 }
 
 // proc is a long-running pacer process.
 type proc struct {
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stderr bytes.Buffer
+	stderr syncBuilder
 	done   chan struct{}
 	code   int
 }
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.Write(b)
-}
-
-func (p *proc) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
+func (p *proc) logs() string { return p.stderr.String() }
 
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
@@ -237,7 +224,7 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Dir = t.TempDir() // files a worker writes by default stay out of the tree
 	p.cmd.Stdout = io.Discard
-	p.cmd.Stderr = p
+	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
