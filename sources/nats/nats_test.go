@@ -40,12 +40,8 @@ func TestFetchIsBounded(t *testing.T) {
 	stream(t, js, name)
 	publishN(t, js, name+".in", 0, 200)
 	const batch = 5
-	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
+	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
 		Batch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
 	release := make(chan struct{})
 	var got atomic.Int64
 	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
@@ -90,13 +86,8 @@ func TestInProgressKeepsHeldMessages(t *testing.T) {
 	stream(t, js, name)
 	const ackWait = 2 * time.Second
 	newSrc := func() *pnats.Source {
-		s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
+		return newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
 			AckWait: ackWait, Batch: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
 	}
 	a := newSrc()
 	var held atomic.Pointer[pacer.Message]
@@ -134,11 +125,7 @@ func TestBindExisting(t *testing.T) {
 	stream(t, js, name)
 	ctx := context.Background()
 
-	missing, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "nobody"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = missing.Close() })
+	missing := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "nobody"})
 	if err := missing.Run(ctx, func(context.Context, *pacer.Message) error { return nil }); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatalf("Run on a missing consumer = %v, want ErrConsumerNotFound", err)
 	}
@@ -147,11 +134,7 @@ func TestBindExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishN(t, js, name+".x", 0, 10)
-	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "ext"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "ext"})
 	var got atomic.Int64
 	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		got.Add(1)
@@ -167,15 +150,11 @@ func TestReconnect(t *testing.T) {
 	name := testenv.UniqueName(t, "REC")
 	stream(t, js, name)
 	publishN(t, js, name+".in", 0, 50)
-	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: srv.URL(), ReconnectWait: 20 * time.Millisecond},
+	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: srv.URL(), ReconnectWait: 20 * time.Millisecond},
 		// A short AckWait: after a reconnect the client may drop buffered
 		// messages as a slow consumer; they come back after AckWait.
 		Stream: name, Consumer: "c", Create: true, Batch: 4, AckWait: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {

@@ -20,11 +20,7 @@ func TestReadyFollowsConnection(t *testing.T) {
 	_, js := connect(t, srv.URL())
 	name := testenv.UniqueName(t, "RDY")
 	stream(t, js, name)
-	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: srv.URL()}, Stream: name, Consumer: "pacer", Create: true, AckWait: testAckWait, Batch: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: srv.URL()}, Stream: name, Consumer: "pacer", Create: true, AckWait: testAckWait, Batch: 4})
 	ctx := context.Background()
 	if err := s.Ready(ctx); err == nil {
 		t.Error("Ready before Run = nil, want not connected")

@@ -34,6 +34,18 @@ func stream(t *testing.T, js jetstream.JetStream, name string) {
 	})
 }
 
+// newSource builds a Source, failing t on error, and closes it in
+// t.Cleanup.
+func newSource(t *testing.T, cfg pnats.Config) *pnats.Source {
+	t.Helper()
+	s, err := pnats.New(cfg)
+	if err != nil {
+		t.Fatalf("pnats.New: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := nats.Connect(url)
@@ -71,7 +83,7 @@ func natsEnv(t *testing.T, url string) sourcetest.Env {
 			return nil
 		},
 		NewSource: func(t *testing.T) pacer.Source {
-			s, err := pnats.New(pnats.Config{
+			s := newSource(t, pnats.Config{
 				Conn:          pnats.Conn{URL: url},
 				Stream:        name,
 				Consumer:      "pacer",
@@ -80,10 +92,6 @@ func natsEnv(t *testing.T, url string) sourcetest.Env {
 				AckWait:       testAckWait,
 				Batch:         8,
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
 	}

@@ -22,11 +22,7 @@ func TestTermStopsRedelivery(t *testing.T) {
 	name := testenv.UniqueName(t, "TERM")
 	stream(t, js, name)
 	const ackWait = time.Second
-	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true, AckWait: ackWait, Batch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true, AckWait: ackWait, Batch: 1})
 	var got atomic.Int64
 	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
 		got.Add(1)
