@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, ", at most %s per %s", s.PerKey.Rate, s.PerKey.Key)
 	}
 	for _, q := range s.Quotas {
-		fmt.Fprintf(&b, ", at most %s (%s quota", q.Limit, orDefault(q.Window, "sliding"))
+		fmt.Fprintf(&b, ", at most %s (%s quota", q.Limit, cmp.Or(q.Window, "sliding"))
 		if q.Name != "" {
 			fmt.Fprintf(&b, " %q", q.Name)
 		}
@@ -121,11 +122,4 @@ func (c *Config) Summary() string {
 	}
 	b.WriteString(".")
 	return b.String()
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -356,7 +357,7 @@ func (v *validator) deadLetter() {
 			v.add("dead_letter.subject", "missing: required with type subject")
 		}
 		if n := v.c.Source.NATS; v.c.Source.Type == "nats" && d.Subject != "" && (n.FilterSubject == "" || subjectMatches(n.FilterSubject, d.Subject)) {
-			v.add("dead_letter.subject", "%q is within source.nats.filter_subject %q: pacer would consume its own dead letters (if the stream captures it)", d.Subject, orDefault(n.FilterSubject, "(the whole stream)"))
+			v.add("dead_letter.subject", "%q is within source.nats.filter_subject %q: pacer would consume its own dead letters (if the stream captures it)", d.Subject, cmp.Or(n.FilterSubject, "(the whole stream)"))
 		}
 	case "file":
 		if d.Path == "" {
