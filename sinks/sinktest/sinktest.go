@@ -162,6 +162,15 @@ func Messages(n int) []*pacer.Message {
 	return out
 }
 
+// batchOf is how many messages a case sends in one Deliver: n when the
+// sink takes batches, else 1.
+func batchOf(h Harness, n int) int {
+	if h.Features.Batches {
+		return n
+	}
+	return 1
+}
+
 func ids(msgs []*pacer.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -235,12 +244,8 @@ func testDeliversBatches(t *testing.T, _ Harness, in Instance) {
 
 func testResultPerMessage(t *testing.T, h Harness, in Instance) {
 	// Results arrive pre-filled with garbage; the sink must overwrite each.
-	n := 1
-	if h.Features.Batches {
-		n = 9
-	}
-	msgs := Messages(n)
-	res := make([]pacer.Result, n)
+	msgs := Messages(batchOf(h, 9))
+	res := make([]pacer.Result, len(msgs))
 	for i := range res {
 		res[i] = pacer.Result{Outcome: pacer.Outcome(99)}
 	}
@@ -294,11 +299,7 @@ func testIdempotent(t *testing.T, _ Harness, in Instance) {
 
 func testTransient(t *testing.T, h Harness, in Instance) {
 	in.Fail(t, Transient)
-	n := 1
-	if h.Features.Batches {
-		n = 3
-	}
-	msgs := Messages(n)
+	msgs := Messages(batchOf(h, 3))
 	wantAll(t, deliver(t, t.Context(), in.Sink, msgs), pacer.Retry)
 	in.Fail(t, None)
 	wantAll(t, deliver(t, t.Context(), in.Sink, msgs), pacer.Delivered)
@@ -307,11 +308,7 @@ func testTransient(t *testing.T, h Harness, in Instance) {
 
 func testPermanent(t *testing.T, h Harness, in Instance) {
 	in.Fail(t, Permanent)
-	n := 1
-	if h.Features.Batches {
-		n = 3
-	}
-	msgs := Messages(n)
+	msgs := Messages(batchOf(h, 3))
 	wantAll(t, deliver(t, t.Context(), in.Sink, msgs), pacer.Reject)
 	in.Fail(t, None)
 	ok := Messages(1)
@@ -342,11 +339,7 @@ func testPoisonInBatch(t *testing.T, _ Harness, in Instance) {
 func testCanceledContext(t *testing.T, h Harness, in Instance) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	n := 1
-	if h.Features.Batches {
-		n = 4
-	}
-	msgs := Messages(n)
+	msgs := Messages(batchOf(h, 4))
 	res := deliver(t, ctx, in.Sink, msgs)
 	// Nothing may be claimed delivered that was not; a sink may still
 	// deliver before noticing, but then the downstream must hold it.
@@ -368,11 +361,7 @@ func testCanceledContext(t *testing.T, h Harness, in Instance) {
 
 func testCancelWhileHanging(t *testing.T, h Harness, in Instance) {
 	in.Fail(t, Hang)
-	n := 1
-	if h.Features.Batches {
-		n = 3
-	}
-	msgs := Messages(n)
+	msgs := Messages(batchOf(h, 3))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan []pacer.Result, 1)
 	go func() { done <- deliver(t, ctx, in.Sink, msgs) }()
