@@ -167,8 +167,7 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 		t.Errorf("/status shows a secret: %s", raw)
 	}
 
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 20*time.Second); code != 0 {
+	if code := p.stop(t, 20*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 	if !strings.Contains(p.logs(), "stopped cleanly") {
@@ -191,8 +190,7 @@ func TestRunDrainLeavesRestForRedelivery(t *testing.T) {
 	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "40/s"))
 	p := start(t, nil, "run", "-c", cfgPath)
 	eventually(t, 20*time.Second, "some deliveries", func() bool { return api.Stats().Unique >= 30 })
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 20*time.Second); code != 0 {
+	if code := p.stop(t, 20*time.Second); code != 0 {
 		t.Fatalf("exit after SIGTERM = %d want 0\n%s", code, p.logs())
 	}
 	first := api.Stats().Unique

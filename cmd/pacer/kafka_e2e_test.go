@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -65,8 +64,7 @@ drain_timeout: 5s
 	if res.StatusCode != 200 {
 		t.Errorf("/metrics = %d", res.StatusCode)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 30*time.Second); code != 0 {
+	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 	if st := api.Stats(); st.Unique != n {
@@ -100,8 +98,7 @@ func TestHiddenHelpers(t *testing.T) {
 	if !slices.Contains(codes, 200) || !slices.Contains(codes, 429) {
 		t.Errorf("testapi statuses %v, want some 200 and some 429", codes)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 10*time.Second); code != 0 {
+	if code := p.stop(t, 10*time.Second); code != 0 {
 		t.Errorf("testapi exit = %d", code)
 	}
 

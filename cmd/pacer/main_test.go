@@ -262,6 +262,13 @@ func (p *proc) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
+// stop sends SIGTERM (a drain) and returns the exit code (see wait).
+func (p *proc) stop(t *testing.T, d time.Duration) int {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	return p.wait(t, d)
+}
+
 // getStatus reads /status.
 func getStatus(addr string) (map[string]any, error) {
 	res, err := http.Get("http://" + addr + "/status")

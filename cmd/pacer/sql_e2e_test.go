@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,8 +50,7 @@ func runToSQL(t *testing.T, driver, sqlDriver, dsn, table string) {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
 	})
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.wait(t, 30*time.Second); code != 0 {
+	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 	db, err := sql.Open(sqlDriver, dsn)
