@@ -68,7 +68,7 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
-	var logs syncBuilder
+	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	w, err := newWorker(cfg, log, io.Discard, os.LookupEnv)
 	if err != nil {
@@ -146,24 +146,6 @@ func labelString(m *dto.Metric) string {
 		return ""
 	}
 	return "{" + strings.Join(parts, ",") + "}"
-}
-
-// syncBuilder is a strings.Builder safe for the logger's goroutines.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestGlobalPerKeyThroughRedis: three engines (workers) share Redis

@@ -211,7 +211,7 @@ func freeAddr(t *testing.T) string {
 // proc is a long-running pacer process.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr syncBuilder
+	stderr lockedBuffer
 	done   chan struct{}
 	code   int
 }
