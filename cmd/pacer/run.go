@@ -135,12 +135,7 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	if w.globalKeyed, err = w.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
 		return nil, err
 	}
-	if w.global != nil {
-		sh.Global = w.global
-	}
-	if w.globalKeyed != nil {
-		sh.GlobalPerKey = w.globalKeyed
-	}
+	sh = w.withRedis(sh)
 	if err := registerGlobalMetrics(w.reg, w.global, w.globalKeyed); err != nil {
 		return nil, err
 	}
@@ -200,6 +195,19 @@ func (w *worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*red
 	return l, nil
 }
 
+// withRedis returns sh with the worker's Redis limiters, which outlive
+// reloads (a nil limiter is left out: a typed nil would not be a nil
+// interface).
+func (w *worker) withRedis(sh pacer.Shaping) pacer.Shaping {
+	if w.global != nil {
+		sh.Global = w.global
+	}
+	if w.globalKeyed != nil {
+		sh.GlobalPerKey = w.globalKeyed
+	}
+	return sh
+}
+
 func (w *worker) close() {
 	if err := w.closers.close(); err != nil {
 		w.log.Warn("pacer: closing", "err", err)
@@ -227,12 +235,7 @@ func (w *worker) reload(e *env, path string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.global != nil {
-		sh.Global = w.global
-	}
-	if w.globalKeyed != nil {
-		sh.GlobalPerKey = w.globalKeyed
-	}
+	sh = w.withRedis(sh)
 	old := w.cfg.Shaping
 	for i := range cfg.Shaping.Quotas {
 		if i < len(old.Quotas) && old.Quotas[i] == cfg.Shaping.Quotas[i] {
