@@ -212,9 +212,7 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			SuccessPath:       h.SuccessPath,
 			TLS: httpsink.TLSConfig{CAFile: h.TLS.CAFile, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile,
 				ServerName: h.TLS.ServerName, InsecureSkipVerify: h.TLS.InsecureSkipVerify},
-			// Values were expanded when the config was loaded; a "$" left
-			// in them is literal.
-			LookupEnv: func(string) (string, bool) { return "", false },
+			Expanded: true, // by internal/config, when the file was loaded
 		})
 		if err != nil {
 			return nil, err

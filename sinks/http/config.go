@@ -105,6 +105,10 @@ type Config struct {
 	Client *http.Client `yaml:"-"`
 	// LookupEnv replaces os.LookupEnv for ${NAME} expansion. For tests.
 	LookupEnv func(string) (string, bool) `yaml:"-"`
+	// Expanded says the URL and header values were already expanded (by a
+	// config loader such as pacer's): they are used as given, so a literal
+	// "${X}" the loader produced from "$${X}" is not expanded a second time.
+	Expanded bool `yaml:"-"`
 	// Now replaces time.Now (HTTP-date Retry-After, latency). For tests.
 	Now func() time.Time `yaml:"-"`
 }

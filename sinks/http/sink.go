@@ -63,6 +63,12 @@ func New(cfg Config) (*Sink, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	expand := func(v string) (string, error) {
+		if cfg.Expanded {
+			return v, nil
+		}
+		return expandEnv(v, lookup)
+	}
 	s := &Sink{
 		method:      cfg.Method,
 		contentType: cfg.ContentType,
@@ -95,7 +101,7 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.URL == "" {
 		return nil, fmt.Errorf("%w: url is required", ErrInvalidConfig)
 	}
-	u, err := expandEnv(cfg.URL, lookup)
+	u, err := expand(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
 	}
@@ -113,7 +119,7 @@ func New(cfg Config) (*Sink, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		v, err := expandEnv(cfg.Headers[k], lookup)
+		v, err := expand(cfg.Headers[k])
 		if err != nil {
 			return nil, fmt.Errorf("%w: header %s: %v", ErrInvalidConfig, k, err)
 		}

@@ -332,6 +332,21 @@ func TestEnvExpansion(t *testing.T) {
 	}
 }
 
+// TestExpandedValuesUsedAsGiven: values a config loader already expanded
+// (pacer's YAML turns "$${X}" into a literal "${X}") are not expanded again.
+func TestExpandedValuesUsedAsGiven(t *testing.T) {
+	api := newAPI(t, testapi.Config{})
+	s := newSink(t, Config{URL: api.URL() + "/v1", Expanded: true,
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Headers:   map[string]string{"X-Template": "${NOT_AN_ENV_VAR}"}})
+	if r, _ := deliver1(s, msg("m", "{}")); r.Outcome != pacer.Delivered {
+		t.Fatal(r.Err)
+	}
+	if got := api.Accepted()[0].Header.Get("X-Template"); got != "${NOT_AN_ENV_VAR}" {
+		t.Errorf("X-Template = %q want the literal ${NOT_AN_ENV_VAR}", got)
+	}
+}
+
 func TestBatchBody(t *testing.T) {
 	api := newAPI(t, testapi.Config{})
 	s := newSink(t, Config{URL: api.URL(), Batch: true})
