@@ -217,6 +217,16 @@ type Config struct {
 	Logger *slog.Logger // nil: discard
 	Hooks  Hooks
 	Clock  Clock // nil: SystemClock
+
+	// State, if set, keeps the token bucket and peak pacer across restarts:
+	// restored when Run starts, saved every StateInterval while it runs and
+	// once more on a clean stop. With a State but nothing saved yet, the
+	// bucket starts empty. See ShaperState for what a crash restores.
+	State StateStore
+	// StateInterval is how often the state is saved while running; 0: 250ms.
+	// A restart after a crash starts with an empty bucket, refilled for the
+	// time since the dead worker's last save plus two intervals.
+	StateInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -246,6 +256,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DeadLetterRetry == 0 {
 		c.DeadLetterRetry = 5 * time.Second
+	}
+	if c.StateInterval == 0 {
+		c.StateInterval = DefaultStateInterval
 	}
 	r := &c.Retry
 	if r.Initial == 0 {
@@ -323,7 +336,7 @@ func (c *Config) validate() error {
 	if c.BatchSize < 1 {
 		return fmt.Errorf("%w: BatchSize %d (want >= 1)", ErrInvalidConfig, c.BatchSize)
 	}
-	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 {
+	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 || c.StateInterval < 0 {
 		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	}
 	if c.Ordering > OrderKey {

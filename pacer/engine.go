@@ -277,6 +277,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.settleCtx = base
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
+	stopState := e.startState(base) // restore before the first admission
 
 	var workers sync.WaitGroup
 	for range e.cfg.MaxInFlight {
@@ -329,6 +330,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		<-workersDone
 	}
 	sl.stop()
+	stopState() // the workers are done: nothing more is admitted
 	if !srcReturned {
 		srcErr = <-srcErrc
 	}

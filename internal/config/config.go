@@ -138,11 +138,19 @@ type Shaping struct {
 	StartEmpty bool `yaml:"start_empty" json:"start_empty"`
 	// Warmup ramps the rate linearly from a tenth to rate over this long
 	// after start-up (0: no ramp).
-	Warmup   Duration `yaml:"warmup" json:"warmup"`
-	PerKey   PerKey   `yaml:"per_key" json:"per_key"`
-	Quotas   []Quota  `yaml:"quotas" json:"quotas"`
-	Global   Global   `yaml:"global" json:"global"`
-	Adaptive Adaptive `yaml:"adaptive" json:"adaptive"`
+	Warmup Duration `yaml:"warmup" json:"warmup"`
+	// StateDir, when set, keeps the token bucket and peak pacer across
+	// restarts in StateDir/shaper.json (one worker per directory): saved
+	// every StateInterval and on a clean stop, restored at start-up, so a
+	// restarted worker never spends a second burst. With a StateDir but no
+	// saved state yet, the bucket starts empty.
+	StateDir string `yaml:"state_dir" json:"state_dir"`
+	// StateInterval is how often the state is saved (default 250ms).
+	StateInterval Duration `yaml:"state_interval" json:"state_interval"`
+	PerKey        PerKey   `yaml:"per_key" json:"per_key"`
+	Quotas        []Quota  `yaml:"quotas" json:"quotas"`
+	Global        Global   `yaml:"global" json:"global"`
+	Adaptive      Adaptive `yaml:"adaptive" json:"adaptive"`
 }
 
 // PerKey limits each message key separately (enabled when rate is set).

@@ -405,6 +405,9 @@ func (v *validator) misc() {
 	if c.DrainTimeout <= 0 {
 		v.add("drain_timeout", "must be > 0")
 	}
+	if c.Shaping.StateInterval < 0 {
+		v.add("shaping.state_interval", "must be >= 0")
+	}
 }
 
 func isLoopback(host string) bool {
