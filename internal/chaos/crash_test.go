@@ -25,6 +25,10 @@ burst: 100
 queue_size: 200
 max_in_flight: 8`
 
+// crashShapingState is crashShaping keeping the bucket in dir, so the
+// restarts spend no second burst.
+func crashShapingState(dir string) string { return crashShaping + "\nstate_dir: " + dir }
+
 // crashLoop starts the worker, SIGKILLs it at a random moment after it has
 // delivered something (kills times), restarts it, and finally lets it finish
 // all n messages. It returns the kill times relative to the start.
@@ -81,10 +85,11 @@ func TestCrashNATS(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, crashMessages)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", crashShaping, ""))
+	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", crashShapingState(t.TempDir()), ""))
 	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 1)
 	t.Logf("time to first delivery after each restart: %v", rec)
 	checkCrashOutcome(t, api, crashMessages, crashKills, crashInFlight+50)
+	checkArrivals(t, api, crashRate, crashBurst, 0, 1)
 }
 
 // TestCrashKafka: offsets are committed every commit interval (1s) through a
@@ -96,8 +101,9 @@ func TestCrashKafka(t *testing.T) {
 	produceKafka(t, k.Brokers(), topic, 0, crashMessages)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	cfg := writeFile(t, "kafka.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", crashShaping, ""))
+	cfg := writeFile(t, "kafka.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", crashShapingState(t.TempDir()), ""))
 	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 2)
 	t.Logf("time to first delivery after each restart (includes the group's session timeout): %v", rec)
 	checkCrashOutcome(t, api, crashMessages, crashKills, crashRate*1+crashBurst+crashInFlight)
+	checkArrivals(t, api, crashRate, crashBurst, 0, 1)
 }
