@@ -263,6 +263,7 @@ func (w *worker) reload(e *env, path string) {
 		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
 		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
 		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
+		{"shaping.fairness", w.cfg.Shaping.Fairness, cfg.Shaping.Fairness}, {"shaping.priority", w.cfg.Shaping.Priority, cfg.Shaping.Priority},
 	} {
 		if !reflect.DeepEqual(f.old, f.fresh) {
 			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup) reloads; restart to apply", "changed", f.name)

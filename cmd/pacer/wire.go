@@ -297,6 +297,8 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 		BatchSize:    cfg.Batching.Size,
 		BatchLinger:  cfg.Batching.Linger.D(),
 		Ordering:     ord,
+		Fairness:     fairness(cfg.Shaping),
+		Priority:     priority(cfg.Shaping),
 		DrainTimeout: cfg.DrainTimeout.D(),
 		Retry: pacer.RetryConfig{
 			Initial:     cfg.Retry.InitialBackoff.D(),

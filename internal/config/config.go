@@ -143,6 +143,9 @@ type Shaping struct {
 	Quotas   []Quota  `yaml:"quotas" json:"quotas"`
 	Global   Global   `yaml:"global" json:"global"`
 	Adaptive Adaptive `yaml:"adaptive" json:"adaptive"`
+	// Fairness and Priority order the waiting messages (see fairness.go).
+	Fairness Fairness `yaml:"fairness" json:"fairness"`
+	Priority Priority `yaml:"priority" json:"priority"`
 }
 
 // PerKey limits each message key separately (enabled when rate is set).
@@ -354,6 +357,7 @@ func Default() Config {
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
 			Adaptive: Adaptive{Mode: "off", Decrease: 0.5, Interval: Duration(time.Second)},
+			Fairness: Fairness{Key: "key", MaxShare: 0.5},
 		},
 		Sink: Sink{
 			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},

@@ -15,6 +15,7 @@ func (c *Config) Validate() Problems {
 	v := validator{c: c}
 	v.source()
 	v.shaping()
+	v.fairness()
 	v.sink()
 	v.deadLetter()
 	v.misc()
