@@ -276,8 +276,10 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		f.limit = r
 	}
 	switch {
-	case remaining == 0 && f.limit > 0:
-		f.rate = f.clamp(f.limit)
+	case remaining == 0:
+		if f.limit > 0 {
+			f.rate = f.clamp(f.limit)
+		}
 	case f.limit > 0:
 		f.rate = f.clamp(min(r, f.limit))
 	default:
