@@ -221,6 +221,27 @@ type Config struct {
 	BatchLinger time.Duration
 	Ordering    Ordering
 
+	// Fairness, if non-nil, hands waiting messages to admission
+	// weighted-fair across keys (deficit round robin) instead of first
+	// come, first served, so one key's backlog does not delay the others.
+	// Memory stays QueueSize (plus one message the fair pump has chosen):
+	// a key holds at most MaxShare of the queue, and its next message
+	// waits in deliver. Which keys that holds back depends on the source:
+	// Kafka hands each partition over on its own path, so only the hot
+	// key's partitions wait; a source with one path (a JetStream pull
+	// consumer) waits for everyone once a key is at its share, as a full
+	// FIFO queue does today. Order: messages with one fairness key keep
+	// their order; with OrderKey, make the fairness key a function of the
+	// message key (the default) so each message key keeps its order.
+	// Acks and Kafka's commit watermark are unchanged (a message is acked
+	// when settled; the source commits only contiguous offsets). Nil (the
+	// default): the queue is a FIFO channel, as without this field.
+	Fairness *Fairness
+	// Priority, if non-nil, sorts waiting messages into lanes: a higher
+	// lane is handed to admission first, a lower one keeps its floor. It
+	// combines with Fairness (fair across keys inside each lane).
+	Priority *Priority
+
 	Retry    RetryConfig
 	Adaptive AdaptiveConfig
 
@@ -354,6 +375,16 @@ func (c *Config) validate() error {
 	}
 	if c.Retry.Initial < 0 || c.Retry.Max < c.Retry.Initial || c.Retry.MaxTime < 0 {
 		return fmt.Errorf("%w: Retry backoff Initial %v Max %v MaxTime %v", ErrInvalidConfig, c.Retry.Initial, c.Retry.Max, c.Retry.MaxTime)
+	}
+	if c.Fairness != nil {
+		if err := c.Fairness.validate(); err != nil {
+			return err
+		}
+	}
+	if c.Priority != nil {
+		if err := c.Priority.validate(); err != nil {
+			return err
+		}
 	}
 	a := c.Adaptive
 	if a.Mode > AdaptiveAuto {

@@ -102,6 +102,12 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		}
 		slot := e.acquireSlot()
 		if slot {
+			if it := e.fairPop(); it != nil {
+				if it = e.take(it); it != nil {
+					return it, gotItem
+				}
+				continue
+			}
 			select {
 			case it := <-e.queue:
 				if it = e.take(it); it != nil {
@@ -153,6 +159,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 			received = true
 			got = e.take(it) // nil: parked behind its key, holding the slot
 		case <-sc:
+		case <-e.fairAvail(slot):
 		case <-e.ready.wake:
 		case <-kick:
 		case <-e.finished:

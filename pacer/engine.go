@@ -40,6 +40,7 @@ type Engine struct {
 	pause pauser
 
 	queue       chan *item
+	fair        *fairQueue    // Fairness or Priority: the queue in fair order (queue unused)
 	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
 	slotWaiters atomic.Int32  // workers waiting for a slot
 	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
@@ -109,6 +110,13 @@ func New(cfg Config) (*Engine, error) {
 		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
 		stopping:  make(chan struct{}),
 		settleCtx: context.Background(),
+	}
+	if cfg.Fairness != nil || cfg.Priority != nil {
+		f, err := newFairQueue(&e.cfg)
+		if err != nil {
+			return nil, err
+		}
+		e.fair, e.queue = f, make(chan *item)
 	}
 	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.ready.kick = make(chan struct{}, 1)
@@ -407,6 +415,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		break
 	}
+	e.drainFair()
 	// Retries and parked messages never made it out again: give them back.
 	// Settling a key's owner hands the key to its next parked message (into
 	// the ready queue), so repeat until both are empty.

@@ -53,7 +53,7 @@ func (e *Engine) Status() Status {
 		Rate:           cur,
 		ConfiguredRate: ceil,
 		Adaptive:       e.cfg.Adaptive.Mode.String(),
-		QueueDepth:     len(e.queue),
+		QueueDepth:     e.queued(),
 		QueueSize:      e.cfg.QueueSize,
 		InFlight:       e.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
