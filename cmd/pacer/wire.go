@@ -305,6 +305,7 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 			Max:         cfg.Retry.MaxBackoff.D(),
 			MaxAttempts: attempts,
 			MaxTime:     cfg.Retry.MaxTime.D(),
+			MaxPause:    cfg.Retry.MaxPause.D(),
 		},
 		Adaptive: pacer.AdaptiveConfig{
 			Mode:     mode,
