@@ -307,12 +307,15 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 		BatchSize:     cfg.Batching.Size,
 		BatchLinger:   cfg.Batching.Linger.D(),
 		Ordering:      ord,
+		Fairness:      fairness(cfg.Shaping),
+		Priority:      priority(cfg.Shaping),
 		DrainTimeout:  cfg.DrainTimeout.D(),
 		Retry: pacer.RetryConfig{
 			Initial:     cfg.Retry.InitialBackoff.D(),
 			Max:         cfg.Retry.MaxBackoff.D(),
 			MaxAttempts: attempts,
 			MaxTime:     cfg.Retry.MaxTime.D(),
+			MaxPause:    cfg.Retry.MaxPause.D(),
 		},
 		Adaptive: pacer.AdaptiveConfig{
 			Mode:     mode,
