@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -250,7 +251,7 @@ func (w *worker) reload(e *env, path string) {
 		case old.Warmup == cfg.Shaping.Warmup && old.Rate == cfg.Shaping.Rate && len(w.shaping.Quotas) > len(old.Quotas):
 			sh.Quotas[n] = w.shaping.Quotas[len(old.Quotas)] // the same warm-up, still warming or warm
 		case time.Since(w.started) >= cfg.Shaping.Warmup.D():
-			sh.Quotas = sh.Quotas[:n] // start-up is over: no new cold start
+			sh.Quotas = slices.Delete(sh.Quotas, n, n+1) // start-up is over: no new cold start
 		}
 	}
 	if err := w.engine.Reload(sh); err != nil {
