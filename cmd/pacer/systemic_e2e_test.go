@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // Systemic failures (issue: "a failure that hits every message
@@ -74,7 +75,7 @@ func readyz(addr string) (int, string) {
 // 503 naming the class, one ERROR line.
 func checkHeldNotDrained(t *testing.T, p *proc, addr, dlq, class string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "breaker open on "+class, func() bool {
+	testkit.Eventually(t, 30*time.Second, "breaker open on "+class, func() bool {
 		st, err := getStatus(addr)
 		if err != nil {
 			return false
@@ -120,7 +121,7 @@ func TestSystemicHTTP401(t *testing.T) {
 	checkHeldNotDrained(t, p, addr, dlq, "http 401")
 
 	api.SetFailure(testapi.FailNone)
-	eventually(t, 60*time.Second, "every message delivered after the token is fixed", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every message delivered after the token is fixed", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
 	})
@@ -156,7 +157,7 @@ func TestSystemicTemplateError(t *testing.T) {
 
 	good := writeFile(t, "good.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Value}}}'`, "  max_attempts: 3", dlq, addr))
 	p2 := start(t, nil, "run", "-c", good)
-	eventually(t, 60*time.Second, "every message delivered after the fix", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every message delivered after the fix", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
 	})
@@ -192,7 +193,7 @@ func TestSystemicRefusedConnection(t *testing.T) {
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "every message delivered once the API is back", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every message delivered once the API is back", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
 	})
@@ -240,7 +241,7 @@ retry:
   max_attempts: 3
 `, url, stream, dsn, table)+fmt.Sprintf(systemicTail, dlq, addr))
 	p := start(t, nil, "run", "-c", cfg)
-	eventually(t, 60*time.Second, "the first messages acked", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the first messages acked", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
 	})
@@ -257,7 +258,7 @@ retry:
 	if _, err := db.Exec(`ALTER TABLE "` + table + `_moved" RENAME TO "` + table + `"`); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "every message delivered once the table is back", func() bool {
+	testkit.Eventually(t, 60*time.Second, "every message delivered once the table is back", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == 2*n
 	})
