@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -27,12 +28,12 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 		t.Errorf("healthcheck with no worker = exit %d, want 1 (%s)", r.code, r.stderr)
 	}
 	p := start(t, nil, "run", "-c", cfgPath)
-	eventually(t, 30*time.Second, "healthcheck exit 0", func() bool {
+	testkit.Eventually(t, 30*time.Second, "healthcheck exit 0", func() bool {
 		return runBin(t, nil, "healthcheck", "--addr", addr).code == 0
 	})
 
 	var st map[string]any
-	eventually(t, 30*time.Second, "a backlog in /status", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a backlog in /status", func() bool {
 		var err error
 		st, err = getStatus(addr)
 		return err == nil && num(st, "backlog", "messages") > 0
