@@ -410,6 +410,32 @@ func (v *validator) misc() {
 	if c.DrainTimeout <= 0 {
 		v.add("drain_timeout", "must be > 0")
 	}
+	if c.Shaping.StateInterval < 0 {
+		v.add("shaping.state_interval", "must be >= 0")
+	}
+	v.breaker()
+}
+
+func (v *validator) breaker() {
+	b := v.c.Breaker
+	if !b.Enabled {
+		return
+	}
+	if b.Consecutive < 1 {
+		v.add("breaker.consecutive", "must be >= 1, got %d", b.Consecutive)
+	}
+	if b.Window < 1 {
+		v.add("breaker.window", "must be >= 1, got %d", b.Window)
+	}
+	if !(b.Ratio > 0 && b.Ratio <= 1) {
+		v.add("breaker.ratio", "must be in (0, 1], got %g", b.Ratio)
+	}
+	if b.ProbeInitial <= 0 {
+		v.add("breaker.probe_initial", "must be > 0")
+	}
+	if b.ProbeMax < b.ProbeInitial {
+		v.add("breaker.probe_max", "probe_max %v is below probe_initial %v", b.ProbeMax, b.ProbeInitial)
+	}
 }
 
 func isLoopback(host string) bool {
