@@ -275,10 +275,11 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 	cause := ""
 	if rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 {
 		var lim float64
-		if win := c.edge.window(rl); rl.Limit > 0 && win > 0 {
+		win := c.edge.window(rl)
+		if rl.Limit > 0 && win > 0 {
 			lim = float64(rl.Limit) / win.Seconds()
 		}
-		f.headers(now, rl.Remaining, c.capWait(left), lim)
+		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win)
 		changed, cause = true, "ratelimit-headers"
 	}
 	if throttled && f.throttle(now, gateEnd) {
