@@ -295,7 +295,7 @@ autoscaling:
 		},
 	},
 	{
-		name: "KEDA on Kafka lag",
+		name:   "KEDA on Kafka lag",
 		values: readFile("examples/keda-kafka.values.yaml"),
 		check: func(t *testing.T, o *objects) {
 			if len(o.scaledObjects) != 1 {
@@ -315,7 +315,7 @@ autoscaling:
 		},
 	},
 	{
-		name: "KEDA on JetStream pending",
+		name:   "KEDA on JetStream pending",
 		values: readFile("examples/keda-nats.values.yaml"),
 		check: func(t *testing.T, o *objects) {
 			if len(o.scaledObjects) != 1 {
