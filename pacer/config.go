@@ -244,6 +244,9 @@ type Config struct {
 
 	Retry    RetryConfig
 	Adaptive AdaptiveConfig
+	// Breaker stops dead-lettering when failures say the pipeline, not the
+	// messages, is broken (see BreakerConfig). On by default.
+	Breaker BreakerConfig
 
 	// DrainTimeout bounds how long a stop waits for in-flight deliveries; 0: 30s.
 	DrainTimeout time.Duration
@@ -258,6 +261,16 @@ type Config struct {
 	Logger *slog.Logger // nil: discard
 	Hooks  Hooks
 	Clock  Clock // nil: SystemClock
+
+	// State, if set, keeps the token bucket and peak pacer across restarts:
+	// restored when Run starts, saved every StateInterval while it runs and
+	// once more on a clean stop. With a State but nothing saved yet, the
+	// bucket starts empty. See ShaperState for what a crash restores.
+	State StateStore
+	// StateInterval is how often the state is saved while running; 0: 250ms.
+	// A restart after a crash starts with an empty bucket, refilled for the
+	// time since the dead worker's last save plus two intervals.
+	StateInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -288,6 +301,9 @@ func (c *Config) setDefaults() {
 	if c.DeadLetterRetry == 0 {
 		c.DeadLetterRetry = 5 * time.Second
 	}
+	if c.StateInterval == 0 {
+		c.StateInterval = DefaultStateInterval
+	}
 	r := &c.Retry
 	if r.Initial == 0 {
 		r.Initial = 100 * time.Millisecond
@@ -311,6 +327,7 @@ func (c *Config) setDefaults() {
 	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
 		a.Kp, a.Ki = 1.0, 0.2
 	}
+	c.Breaker.setDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -367,7 +384,7 @@ func (c *Config) validate() error {
 	if c.BatchSize < 1 {
 		return fmt.Errorf("%w: BatchSize %d (want >= 1)", ErrInvalidConfig, c.BatchSize)
 	}
-	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 {
+	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 || c.StateInterval < 0 {
 		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	}
 	if c.Ordering > OrderKey {
@@ -400,6 +417,9 @@ func (c *Config) validate() error {
 		if err := a.Floor.Validate(); err != nil {
 			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
 		}
+	}
+	if err := c.Breaker.validate(); err != nil {
+		return err
 	}
 	return c.Shaping.validate(c.BatchSize)
 }

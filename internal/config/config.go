@@ -31,6 +31,8 @@ type Config struct {
 	// DrainTimeout bounds a clean stop (SIGTERM): in-flight deliveries get
 	// this long to finish; what does not finish is left for redelivery.
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
+	// Breaker tells a bad message from a broken pipeline (see Breaker).
+	Breaker Breaker `yaml:"breaker" json:"breaker"`
 
 	// where records the line and column of every field present in the file,
 	// by path ("shaping.rate"), for Validate's messages.
@@ -142,11 +144,27 @@ type Shaping struct {
 	StartEmpty bool `yaml:"start_empty" json:"start_empty"`
 	// Warmup ramps the rate linearly from a tenth to rate over this long
 	// after start-up (0: no ramp).
-	Warmup   Duration `yaml:"warmup" json:"warmup"`
-	PerKey   PerKey   `yaml:"per_key" json:"per_key"`
-	Quotas   []Quota  `yaml:"quotas" json:"quotas"`
-	Global   Global   `yaml:"global" json:"global"`
-	Adaptive Adaptive `yaml:"adaptive" json:"adaptive"`
+	Warmup Duration `yaml:"warmup" json:"warmup"`
+	// StateDir, when set, keeps the token bucket and peak pacer across
+	// restarts in StateDir/shaper.json (one worker per directory): saved
+	// every StateInterval and on a clean stop, restored at start-up, so a
+	// restarted worker never spends a second burst. With a StateDir but no
+	// saved state yet, the bucket starts empty.
+	StateDir string `yaml:"state_dir" json:"state_dir"`
+	// StateInterval is how often the state is saved (default 250ms).
+	StateInterval Duration `yaml:"state_interval" json:"state_interval"`
+	PerKey        PerKey   `yaml:"per_key" json:"per_key"`
+	Quotas        []Quota  `yaml:"quotas" json:"quotas"`
+	Global        Global   `yaml:"global" json:"global"`
+	Adaptive      Adaptive `yaml:"adaptive" json:"adaptive"`
+	// Fairness and Priority order the waiting messages (see fairness.go).
+	Fairness Fairness `yaml:"fairness" json:"fairness"`
+	Priority Priority `yaml:"priority" json:"priority"`
+	// Timezone (IANA name, default UTC) is the local time of schedule and
+	// of calendar quotas.
+	Timezone string `yaml:"timezone" json:"timezone"`
+	// Schedule caps the rate by day of week and local time (see schedule.go).
+	Schedule []ScheduleRule `yaml:"schedule" json:"schedule"`
 }
 
 // PerKey limits each message key separately (enabled when rate is set).
@@ -167,7 +185,9 @@ type PerKey struct {
 type Quota struct {
 	Name  string `yaml:"name" json:"name"`
 	Limit Rate   `yaml:"limit" json:"limit"`
-	// Window: "sliding" (default) or "fixed".
+	// Window: "sliding" (default), "fixed" (aligned to the Unix epoch) or
+	// "calendar" (per day, week or month of shaping.timezone: resets at
+	// local midnight, on Monday, on the 1st).
 	Window string `yaml:"window" json:"window"`
 }
 
@@ -310,6 +330,30 @@ type Retry struct {
 	MaxPause Duration `yaml:"max_pause" json:"max_pause"`
 }
 
+// Breaker is the systemic-failure breaker: when permanent failures of one
+// class (an HTTP status, a SQLSTATE, a template error) keep coming, pacer
+// stops dead-lettering, pauses the source, reports not ready and probes
+// with one delivery at a time until one succeeds. 401, 403, 407, an
+// undefined table or column, and a request that cannot be built trip it at
+// once.
+type Breaker struct {
+	// Enabled (default true) turns the breaker on.
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// Consecutive failures of one class in a row trip it (default 10).
+	Consecutive int `yaml:"consecutive" json:"consecutive"`
+	// Window and Ratio: so do failures of one class making up ratio of the
+	// last window outcomes (default 100 and 0.5).
+	Window int     `yaml:"window" json:"window"`
+	Ratio  float64 `yaml:"ratio" json:"ratio"`
+	// ProbeInitial is the wait before the first probe, doubled after each
+	// failed probe up to ProbeMax (defaults 1s and 1m).
+	ProbeInitial Duration `yaml:"probe_initial" json:"probe_initial"`
+	ProbeMax     Duration `yaml:"probe_max" json:"probe_max"`
+	// Systemic lists more failure classes that trip it at once
+	// ("http 404", "sqlstate 23502").
+	Systemic []string `yaml:"systemic" json:"systemic"`
+}
+
 // Batching groups admitted messages into one Deliver call (1: no batching).
 type Batching struct {
 	Size   int      `yaml:"size" json:"size"`
@@ -365,6 +409,7 @@ func Default() Config {
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
 			Adaptive: Adaptive{Mode: "auto", Decrease: 0.5, Interval: Duration(time.Second)},
+			Fairness: Fairness{Key: "key", MaxShare: 0.5},
 		},
 		Sink: Sink{
 			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},
@@ -383,6 +428,8 @@ func Default() Config {
 		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
 		DrainTimeout: Duration(30 * time.Second),
+		Breaker: Breaker{Enabled: true, Consecutive: 10, Window: 100, Ratio: 0.5,
+			ProbeInitial: Duration(time.Second), ProbeMax: Duration(time.Minute)},
 	}
 }
 

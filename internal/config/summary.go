@@ -73,6 +73,8 @@ func (c *Config) Summary() string {
 			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
 		}
 	}
+	s.fairnessSummary(&b)
+	s.scheduleSummary(&b)
 	if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()
 		if s.Adaptive.Min.IsZero() {

@@ -146,6 +146,10 @@ const (
 
 // Request is the record of one accepted request.
 type Request struct {
+	// Arrived is when the handler started on the request (its headers had
+	// been read), before the body, the bucket, latency or faults: what the
+	// envelope checks measure. Time is when it was accepted.
+	Arrived        time.Time
 	Time           time.Time
 	Method         string
 	Path           string
@@ -403,6 +407,7 @@ func PeakInWindow(times []time.Time, w time.Duration) int {
 const maxBody = 8 << 20
 
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := a.now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		http.Error(w, "testapi: reading body: "+err.Error(), http.StatusBadRequest)
@@ -519,7 +524,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get(a.idemKey)
 	a.mu.Lock()
 	rec := Request{
-		Time: a.now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(),
+		Arrived: arrived, Time: a.now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(),
 		IdempotencyKey: key, Body: body,
 	}
 	a.stats.Accepted++
