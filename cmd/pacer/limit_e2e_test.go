@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunFindsTheAPILimit: `pacer run` with the default adaptive mode
@@ -23,7 +24,7 @@ func TestRunFindsTheAPILimit(t *testing.T) {
 	p := start(t, nil, "run", "-c", writeFile(t, "run.yaml", cfg))
 
 	var st map[string]any
-	eventually(t, 30*time.Second, "all messages delivered", func() bool {
+	testkit.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
 		var err error
 		st, err = getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
