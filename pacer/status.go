@@ -19,9 +19,15 @@ type Status struct {
 	PauseReasons   []string  `json:"pause_reasons,omitempty"`
 	Pauses         uint64    `json:"pauses"`
 	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+	// Breaker is the systemic-failure breaker; Held counts messages it
+	// kept back from the dead-letter path.
+	Breaker BreakerStatus `json:"breaker"`
+	Held    uint64        `json:"held_by_breaker"`
 	// PauseCause is why the downstream paused every delivery until
 	// RetryAfter (the header and its value).
 	PauseCause string `json:"pause_cause,omitempty"`
+	// PauseSeconds is how long that pause still lasts (0: none).
+	PauseSeconds float64 `json:"pause_seconds,omitempty"`
 	// LearnedLimit is the downstream's limit as the auto controller knows
 	// it (events/s; 0 unknown), LimitSource where it comes from
 	// (configured, headers, 429s), LastThrottle when the downstream last
@@ -71,6 +77,10 @@ func (e *Engine) Status() Status {
 		Terminated:       e.stats.termed.Load(),
 		Naked:            e.stats.naked.Load(),
 	}
+	if e.brk != nil {
+		s.Breaker = e.brk.status()
+	}
+	s.Held = e.stats.held.Load()
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
 	}
@@ -81,6 +91,7 @@ func (e *Engine) Status() Status {
 	if g := e.ctrl.gateUntil(); g > now.UnixNano() {
 		s.RetryAfter = time.Unix(0, g).UTC()
 		s.PauseCause = e.ctrl.pauseCause()
+		s.PauseSeconds = time.Duration(g - now.UnixNano()).Seconds()
 	}
 	lim, src, last, burst := e.ctrl.learned()
 	s.LearnedLimit, s.LimitSource, s.Burst = lim, src.String(), burst

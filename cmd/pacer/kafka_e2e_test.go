@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunKafkaToHTTP: `pacer run` with a Kafka source (kfake or a real
@@ -55,7 +56,7 @@ admin:
 drain_timeout: 5s
 `, strings.Join(brokers, ", "), topic, topic+"-g", api.URL(), addr))
 	p := start(t, nil, "run", "-c", cfg)
-	eventually(t, 60*time.Second, "all records delivered", func() bool { return api.Stats().Unique >= n })
+	testkit.Eventually(t, 60*time.Second, "all records delivered", func() bool { return api.Stats().Unique >= n })
 	res, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestHiddenHelpers(t *testing.T) {
 	addr := freeAddr(t)
 	p := start(t, nil, "testapi", "--listen", addr, "--rate", "5", "--burst", "5")
 	var codes []int
-	eventually(t, 10*time.Second, "testapi answering", func() bool {
+	testkit.Eventually(t, 10*time.Second, "testapi answering", func() bool {
 		res, err := http.Post("http://"+addr+"/x", "application/json", strings.NewReader("{}"))
 		if err != nil {
 			return false

@@ -16,6 +16,7 @@ func (c *Config) Validate() Problems {
 	v.source()
 	v.shaping()
 	v.fairness()
+	v.schedule()
 	v.sink()
 	v.deadLetter()
 	v.misc()
@@ -216,7 +217,7 @@ func (v *validator) shaping() {
 			v.add(p+".limit", "missing: a window limit such as 10000/day")
 		}
 		if q.Window != "" {
-			v.oneOf(p+".window", q.Window, "sliding", "fixed")
+			v.oneOf(p+".window", q.Window, "sliding", "fixed", "calendar")
 		}
 		if q.Name != "" {
 			if names[q.Name] {
@@ -411,6 +412,29 @@ func (v *validator) misc() {
 	}
 	if c.Shaping.StateInterval < 0 {
 		v.add("shaping.state_interval", "must be >= 0")
+	}
+	v.breaker()
+}
+
+func (v *validator) breaker() {
+	b := v.c.Breaker
+	if !b.Enabled {
+		return
+	}
+	if b.Consecutive < 1 {
+		v.add("breaker.consecutive", "must be >= 1, got %d", b.Consecutive)
+	}
+	if b.Window < 1 {
+		v.add("breaker.window", "must be >= 1, got %d", b.Window)
+	}
+	if !(b.Ratio > 0 && b.Ratio <= 1) {
+		v.add("breaker.ratio", "must be in (0, 1], got %g", b.Ratio)
+	}
+	if b.ProbeInitial <= 0 {
+		v.add("breaker.probe_initial", "must be > 0")
+	}
+	if b.ProbeMax < b.ProbeInitial {
+		v.add("breaker.probe_max", "probe_max %v is below probe_initial %v", b.ProbeMax, b.ProbeInitial)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"pgregory.net/rapid"
 )
 
@@ -108,7 +109,7 @@ func TestMinGap(t *testing.T) {
 // TestArrivalStampedBeforeLatency: a request's arrival is stamped when the
 // handler starts, not when it is accepted after the API's latency.
 func TestArrivalStampedBeforeLatency(t *testing.T) {
-	c := &clock{t: t0}
+	c := testkit.NewClock(t0)
 	now := func() time.Time {
 		c.Add(time.Millisecond) // every reading is a millisecond later
 		return c.Now()

@@ -47,6 +47,7 @@ func TestMetricsFollowTheEngine(t *testing.T) {
 		want := `
 # HELP pacer_deadletter_messages_total Dead-letter writes by result (written, failed).
 # TYPE pacer_deadletter_messages_total counter
+pacer_deadletter_messages_total{result="failed"} 0
 pacer_deadletter_messages_total{result="written"} 1
 # HELP pacer_dispatch_in_flight_messages Messages taken from the queue and not yet settled (deliveries, retries).
 # TYPE pacer_dispatch_in_flight_messages gauge
@@ -65,6 +66,7 @@ pacer_shaper_rate_per_second 100
 pacer_sink_responses_total{code="200"} 49
 pacer_sink_responses_total{code="400"} 1
 pacer_sink_responses_total{code="429"} 1
+pacer_sink_responses_total{code="503"} 0
 # HELP pacer_sink_results_total Per-message results of delivery attempts, by result (delivered, retry, reject).
 # TYPE pacer_sink_results_total counter
 pacer_sink_results_total{result="delivered"} 49
@@ -130,6 +132,7 @@ pacer_source_paused{reason="queue_full"} 1
 pacer_source_paused{reason="retry_after"} 0
 pacer_source_paused{reason="shaper"} 0
 pacer_source_paused{reason="stopping"} 0
+pacer_source_paused{reason="systemic_failure"} 0
 `
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pacer_queue_depth_messages", "pacer_source_paused"); err != nil {
 			t.Error(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -106,10 +107,16 @@ func New(cfg Config) (*Sink, error) {
 		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
 	}
 	if _, err := http.NewRequest(s.method, u, nil); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, redact.Error(err))
+	}
+	if !validHeaderValue(s.contentType) {
+		return nil, fmt.Errorf("%w: content_type contains CR, LF or NUL", ErrInvalidConfig)
+	}
+	if s.idemHeader != "" && !validHeaderName(s.idemHeader) {
+		return nil, fmt.Errorf("%w: idempotency_header %q is not a valid header name", ErrInvalidConfig, s.idemHeader)
 	}
 	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return nil, fmt.Errorf("%w: url %q: want http:// or https://", ErrInvalidConfig, cfg.URL)
+		return nil, fmt.Errorf("%w: url %q: want http:// or https://", ErrInvalidConfig, redact.URL(cfg.URL))
 	}
 	s.url = u
 
@@ -338,7 +345,7 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, s.method, s.url, bytes.NewReader(body))
 	if err != nil {
-		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("httpsink: building request: %w", err)}, pacer.Feedback{}
+		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("%w: %w", errBuild, redactErr(err))}, pacer.Feedback{}
 	}
 	// No hidden resends: net/http replays a request that carries an
 	// Idempotency-Key on a fresh connection when a reused one fails, and
@@ -363,12 +370,12 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 		fb := pacer.Feedback{Latency: s.now().Sub(start)}
 		if ctx.Err() != nil {
 			// The caller gave up (engine stopping): not the downstream's fault.
-			return pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("httpsink: %s %s: %w", s.method, s.url, ctx.Err())}, fb
+			return pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("httpsink: %s %s: %w", s.method, redact.URL(s.url), ctx.Err())}, fb
 		}
 		if isTimeout(err) {
 			fb.Throttled = true
 		}
-		err = fmt.Errorf("httpsink: %w", err)
+		err = fmt.Errorf("httpsink: %w", redactErr(err))
 		s.down.Store(&err)
 		return pacer.Result{Outcome: pacer.Retry, Err: err}, fb
 	}
@@ -461,3 +468,22 @@ func validHeaderName(s string) bool {
 	}
 	return true
 }
+
+// redactErr keeps err's chain (for errors.Is/As and FailureClass) but masks
+// credentials in its text: net/http's errors quote the request URL, query
+// string (?api_key=) included.
+func redactErr(err error) error {
+	msg := err.Error()
+	if red := redact.Text(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
