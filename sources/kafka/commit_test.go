@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
 	"github.com/pacer-dev/pacer/sources/sourcetest"
@@ -36,7 +37,7 @@ func TestPromptCommit(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	sourcetest.WaitFor(t, "10 messages", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 10 })
+	testkit.Eventually(t, 30*time.Second, "10 messages", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 10 })
 	ack := func(from, to int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -47,7 +48,7 @@ func TestPromptCommit(t *testing.T) {
 		}
 	}
 	ack(0, 3)
-	sourcetest.WaitFor(t, "offset 3 committed at once (an hour's interval)", func() bool {
+	testkit.Eventually(t, 30*time.Second, "offset 3 committed at once (an hour's interval)", func() bool {
 		return committed(t, brokers, topic, topic, 0) == 3
 	})
 	ack(3, 7)
@@ -56,7 +57,7 @@ func TestPromptCommit(t *testing.T) {
 		t.Errorf("committed %d within the interval, want 3 (advances coalesce until it ends)", got)
 	}
 	s.Pause()
-	sourcetest.WaitFor(t, "offset 7 committed on Pause", func() bool {
+	testkit.Eventually(t, 30*time.Second, "offset 7 committed on Pause", func() bool {
 		return committed(t, brokers, topic, topic, 0) == 7
 	})
 }
