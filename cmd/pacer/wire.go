@@ -74,7 +74,13 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 		if err != nil {
 			return sh, fmt.Errorf("shaping.warmup: %w", err)
 		}
-		sh.Quotas = append(sh.Quotas, w)
+		if s.WarmupAfterIdle {
+			sh.Quotas = append(sh.Quotas, w)
+		} else {
+			// After start-up only: no cold start after idling, no cap on
+			// later bursts.
+			sh.Quotas = append(sh.Quotas, &algorithms.Until{Limiter: w, End: now.Add(s.Warmup.D())})
+		}
 	}
 	if len(s.Schedule) > 0 {
 		b, err := scheduleStage(s, now)

@@ -145,6 +145,10 @@ type Shaping struct {
 	// Warmup ramps the rate linearly from a tenth to rate over this long
 	// after start-up (0: no ramp).
 	Warmup Duration `yaml:"warmup" json:"warmup"`
+	// WarmupAfterIdle makes the warm-up Guava's: it cools again after every
+	// idle period (and, pacing at most rate, caps bursts for good). By
+	// default the ramp applies only during the warmup period after start-up.
+	WarmupAfterIdle bool `yaml:"warmup_after_idle" json:"warmup_after_idle"`
 	// StateDir, when set, keeps the token bucket and peak pacer across
 	// restarts in StateDir/shaper.json (one worker per directory): saved
 	// every StateInterval and on a clean stop, restored at start-up, so a

@@ -1,0 +1,33 @@
+package algorithms
+
+import "time"
+
+// Until applies a Limiter only before a deadline; from the deadline on it
+// grants every request at once, consuming nothing. The engine uses it to
+// make a WarmUp ramp after start-up only: without it, WarmUp cools again
+// after every idle period and, pacing at most r, caps every later burst.
+//
+// Guarantee: before End, exactly the wrapped limiter's decisions; a Cancel
+// at or after End gives nothing back (the wrapped limiter is no longer
+// asked). Safe for concurrent use if the wrapped limiter is.
+type Until struct {
+	Limiter Limiter
+	End     time.Time
+}
+
+var _ Limiter = (*Until)(nil)
+
+// Reserve asks the wrapped limiter before End, and grants at once after.
+func (u *Until) Reserve(now time.Time, n int) (time.Duration, bool) {
+	if !now.Before(u.End) {
+		return 0, true
+	}
+	return u.Limiter.Reserve(now, n)
+}
+
+// Cancel gives back to the wrapped limiter before End.
+func (u *Until) Cancel(now time.Time, n int) {
+	if now.Before(u.End) {
+		u.Limiter.Cancel(now, n)
+	}
+}
