@@ -19,6 +19,9 @@ type Status struct {
 	PauseReasons   []string  `json:"pause_reasons,omitempty"`
 	Pauses         uint64    `json:"pauses"`
 	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+	// FairShareWaits counts deliveries (with Fairness) that waited because
+	// their key held its MaxShare of the queue: a hot key held back.
+	FairShareWaits uint64 `json:"fair_share_waits,omitempty"`
 	// Breaker is the systemic-failure breaker; Held counts messages it
 	// kept back from the dead-letter path.
 	Breaker BreakerStatus `json:"breaker"`
@@ -83,6 +86,9 @@ func (e *Engine) Status() Status {
 	s.Held = e.stats.held.Load()
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
+	}
+	if e.fair != nil {
+		s.FairShareWaits = e.fair.blocked.Load()
 	}
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true
