@@ -13,15 +13,14 @@ package httpsink
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
 
 // Sentinel errors; results and New wrap them.
@@ -130,31 +129,10 @@ type TLSConfig struct {
 }
 
 func (c TLSConfig) build() (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         c.ServerName,
-		InsecureSkipVerify: c.InsecureSkipVerify, //nolint:gosec // explicit opt-out
-	}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tls.ca_file: %v", ErrInvalidConfig, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tls.ca_file %s: no PEM certificates", ErrInvalidConfig, c.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		return nil, fmt.Errorf("%w: tls.cert_file and tls.key_file go together", ErrInvalidConfig)
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tls client certificate: %v", ErrInvalidConfig, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+	tc, err := tlsconf.Config{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile,
+		ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return tc, nil
 }

@@ -1,13 +1,14 @@
 package nats
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error.
@@ -112,17 +113,12 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 		opts = append(opts, nats.Token(c.Token))
 	}
 	if c.TLS.Enable || c.TLS.CAFile != "" || c.TLS.CertFile != "" {
-		opts = append(opts, nats.Secure(&tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			ServerName:         c.TLS.ServerName,
-			InsecureSkipVerify: c.TLS.InsecureSkipVerify, //nolint:gosec // opt-in, documented
-		}))
-		if c.TLS.CAFile != "" {
-			opts = append(opts, nats.RootCAs(c.TLS.CAFile))
+		tc, err := tlsconf.Config{CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile,
+			ServerName: c.TLS.ServerName, InsecureSkipVerify: c.TLS.InsecureSkipVerify}.Build()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
-		if c.TLS.CertFile != "" {
-			opts = append(opts, nats.ClientCert(c.TLS.CertFile, c.TLS.KeyFile))
-		}
+		opts = append(opts, nats.Secure(tc))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
