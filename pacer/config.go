@@ -82,14 +82,10 @@ type Shaping struct {
 	GlobalRetry time.Duration
 }
 
-// KeyLimiter is a limiter with one budget per key: ReserveKey asks for n
-// permits of key's budget at now (ok=false consumes nothing), CancelKey
-// gives back what a successful ReserveKey granted. algorithms.Keyed and
-// algorithms/redis.Limiter implement it.
-type KeyLimiter interface {
-	ReserveKey(now time.Time, key []byte, n int) (wait time.Duration, ok bool)
-	CancelKey(now time.Time, key []byte, n int)
-}
+// KeyLimiter is algorithms.KeyLimiter, a limiter with one budget per key
+// (algorithms.Keyed, algorithms/redis.Limiter). The contract lives with the
+// algorithms so they can be imported on their own.
+type KeyLimiter = algorithms.KeyLimiter
 
 // PerKey limits every message key to its own token bucket.
 type PerKey struct {

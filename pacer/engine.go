@@ -159,13 +159,21 @@ func New(cfg Config) (*Engine, error) {
 // applyRate sets the bucket's sustained rate (events/s); called by the
 // controller with its lock held.
 func (e *Engine) applyRate(now time.Time, to float64, cause string) {
+	e.applyRateExact(now, algorithms.PerSecond(to), cause)
+}
+
+// applyRateExact is applyRate for a Rate as given (SetRate, Reload), so 2
+// per 3s stays 2 per 3s instead of becoming 666,667 per 1e6 s through a
+// float; controller lock held.
+func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) {
+	to := r.PerSecond()
 	e.sh.mu.Lock()
 	b := e.sh.bucket
 	var from float64
 	var err error
 	if b != nil {
 		from = b.rate.PerSecond()
-		err = b.setRate(now, algorithms.PerSecond(to))
+		err = b.setRate(now, r)
 	}
 	e.sh.mu.Unlock()
 	if b == nil {
@@ -259,7 +267,7 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
 	e.ctrl.setCeiling(r, now)
-	e.applyRate(now, r.PerSecond(), "set-rate")
+	e.applyRateExact(now, r, "set-rate")
 	return nil
 }
 
@@ -322,7 +330,7 @@ func (e *Engine) Reload(s Shaping) error {
 	e.ctrl.burst = s.Burst
 	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate, now)
-		e.applyRate(now, s.Rate.PerSecond(), "reload")
+		e.applyRateExact(now, s.Rate, "reload")
 		if newBucket.burst != s.Burst {
 			e.applyBurst(now, s.Burst)
 		}
