@@ -29,9 +29,13 @@ func TestAllowIsReserveAtZeroWait(t *testing.T) {
 		"TokenBucket": func(now time.Time) (allower, error) {
 			return NewTokenBucket(TokenBucketConfig{Rate: r, Burst: 4, MaxWait: 2 * time.Second}, now)
 		},
-		"GCRA":        func(now time.Time) (allower, error) { return NewGCRA(GCRAConfig{Rate: r, Burst: 4}, now) },
-		"LeakyMeter":  func(now time.Time) (allower, error) { return NewLeakyMeter(LeakyMeterConfig{Rate: r, Capacity: 4}, now) },
-		"LeakyPacer":  func(now time.Time) (allower, error) { return NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: 3}, now) },
+		"GCRA": func(now time.Time) (allower, error) { return NewGCRA(GCRAConfig{Rate: r, Burst: 4}, now) },
+		"LeakyMeter": func(now time.Time) (allower, error) {
+			return NewLeakyMeter(LeakyMeterConfig{Rate: r, Capacity: 4}, now)
+		},
+		"LeakyPacer": func(now time.Time) (allower, error) {
+			return NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: 3}, now)
+		},
 		"FixedWindow": func(time.Time) (allower, error) { return NewFixedWindow(WindowConfig{Limit: 4, Window: time.Second}) },
 		"SlidingWindow": func(time.Time) (allower, error) {
 			return NewSlidingWindow(WindowConfig{Limit: 4, Window: time.Second, Buckets: 4})
@@ -105,8 +109,8 @@ func TestKeyedAllowKey(t *testing.T) {
 		want bool
 	}{
 		{0, "a", true}, {0, "a", true}, {0, "a", false}, // burst 2, the third would borrow
-		{0, "b", true},                 // another key's own bucket
-		{time.Second, "a", true},       // one refilled; the refused Allow borrowed nothing
+		{0, "b", true},           // another key's own bucket
+		{time.Second, "a", true}, // one refilled; the refused Allow borrowed nothing
 		{time.Second, "a", false},
 	}
 	for i, s := range steps {
