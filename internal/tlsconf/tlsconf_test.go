@@ -22,7 +22,7 @@ import (
 // second, unrelated key into dir.
 type pki struct {
 	caFile, certFile, keyFile, otherKey, garbage string
-	serverCert                                  tls.Certificate
+	serverCert                                   tls.Certificate
 }
 
 func writePEM(t *testing.T, path, typ string, der []byte) {
