@@ -75,7 +75,9 @@ func (c *Config) Summary() string {
 	}
 	s.fairnessSummary(&b)
 	s.scheduleSummary(&b)
-	if s.Adaptive.Mode != "off" {
+	if s.Adaptive.Mode == "auto" {
+		fmt.Fprintf(&b, ", finding the downstream's real limit under %s (its rate-limit headers, else what it accepts before a 429)", s.Rate)
+	} else if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()
 		if s.Adaptive.Min.IsZero() {
 			floor = "1% of it"
@@ -102,7 +104,7 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, ", in order per %s", c.Ordering)
 	}
 	if c.Retry.MaxAttempts > 0 {
-		fmt.Fprintf(&b, "; retry transient failures up to %d attempts (backoff %v..%v)", c.Retry.MaxAttempts, c.Retry.InitialBackoff, c.Retry.MaxBackoff)
+		fmt.Fprintf(&b, "; retry transient failures up to %d attempts (backoff %v..%v, downstream pauses capped at %v)", c.Retry.MaxAttempts, c.Retry.InitialBackoff, c.Retry.MaxBackoff, c.Retry.MaxPause)
 	} else {
 		fmt.Fprintf(&b, "; retry transient failures forever (backoff %v..%v)", c.Retry.InitialBackoff, c.Retry.MaxBackoff)
 	}
