@@ -260,6 +260,13 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	}
 	e.ctrl.setCeiling(r, now)
 	e.applyRate(now, r.PerSecond(), "set-rate")
+	// The limit finder starts again from the new ceiling: so does the burst.
+	e.sh.mu.Lock()
+	bb := e.sh.bucket.burst
+	e.sh.mu.Unlock()
+	if bb != e.ctrl.burst {
+		e.applyBurst(now, e.ctrl.burst)
+	}
 	return nil
 }
 
