@@ -313,7 +313,7 @@ func (w *worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 		return true
 	}
 	next := cur
-	if apply(w.global, "shaping.global", g.Rate, g.Burst, cur.Rate, cur.Burst) {
+	if apply(w.global, "shaping.global", g.Rate, g.EffectiveBurst(), cur.Rate, cur.EffectiveBurst()) {
 		next.Rate, next.Burst = g.Rate, g.Burst
 	}
 	if apply(w.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {

@@ -92,7 +92,7 @@ func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time)
 		Name:            g.Key,
 		Prefix:          g.Prefix,
 		Rate:            g.Rate.Rate,
-		Burst:           max(1, g.Burst),
+		Burst:           g.EffectiveBurst(),
 		URL:             g.RedisURL.Reveal(),
 		Lease:           g.Lease.D(),
 		Timeout:         g.Timeout.D(),

@@ -176,7 +176,9 @@ type Global struct {
 	// Prefix starts every Redis key (default "pacer:").
 	Prefix string `yaml:"prefix" json:"prefix"`
 	Rate   Rate   `yaml:"rate" json:"rate"`
-	Burst  int    `yaml:"burst" json:"burst"`
+	// Burst is the shared bucket's size (0: one second's worth of rate,
+	// at least 1; see EffectiveBurst). A lease is at most half of it.
+	Burst int `yaml:"burst" json:"burst"`
 	// Lease is the lease window: a worker takes about this long's worth of
 	// its recent rate from Redis at a time (default 100ms).
 	Lease Duration `yaml:"lease" json:"lease"`

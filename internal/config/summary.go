@@ -20,6 +20,16 @@ func (s Shaping) EffectiveBurst() int {
 	return b
 }
 
+// EffectiveBurst is shaping.global.burst, or one second's worth of the
+// global rate (at least 1) when burst is 0: leases then hold several
+// tokens, so a worker calls Redis far less than once per message.
+func (g Global) EffectiveBurst() int {
+	if g.Burst > 0 {
+		return g.Burst
+	}
+	return max(1, int(g.Rate.PerSecond()))
+}
+
 // Summary describes in one paragraph what c will do. It never shows
 // secrets.
 func (c *Config) Summary() string {
@@ -68,7 +78,7 @@ func (c *Config) Summary() string {
 		b.WriteString(")")
 	}
 	if !s.Global.RedisURL.IsZero() {
-		fmt.Fprintf(&b, ", within a budget of %s shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.Key, s.Global.OnFailure)
+		fmt.Fprintf(&b, ", within a budget of %s (bursts of up to %d) shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.EffectiveBurst(), s.Global.Key, s.Global.OnFailure)
 		if gk := s.Global.PerKey; !gk.Rate.IsZero() {
 			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
 		}
