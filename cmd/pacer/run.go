@@ -25,7 +25,7 @@ import (
 )
 
 type runCmd struct {
-	Config    string `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file (YAML)."`
+	configFlags
 	LogLevel  string `help:"Override log.level (debug, info, warn, error)." placeholder:"LEVEL"`
 	LogFormat string `help:"Override log.format (text, json)." placeholder:"FORMAT"`
 }
@@ -34,7 +34,12 @@ type runCmd struct {
 // a bad config, 1 for a runtime failure. SIGHUP reloads the shaping settings
 // from the file; a bad reload keeps the old settings and logs why.
 func (r runCmd) Run(e *env) error {
-	cfg, err := loadConfig(e, r.Config)
+	path, err := r.path(e)
+	if err != nil {
+		return err
+	}
+	r.Config = path
+	cfg, err := loadConfig(e, path)
 	if err != nil {
 		return err
 	}
@@ -44,11 +49,14 @@ func (r runCmd) Run(e *env) error {
 		return err
 	}
 	log = slog.New(rec.wrap(log.Handler()))
+	for _, w := range cfg.Warnings() {
+		log.Warn("pacer: config: "+w.Msg, "field", w.Path, "line", w.Line)
+	}
 
 	w, err := newWorker(cfg, log, e.stdout, e.lookup)
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
-		return &exitError{code: exitFailure, err: err}
+		return &exitError{code: exitFailure, err: err, logged: true}
 	}
 	defer w.close()
 	w.errors = rec
@@ -56,7 +64,7 @@ func (r runCmd) Run(e *env) error {
 	stopAdmin, err := w.serveAdmin(cfg.Admin, log)
 	if err != nil {
 		log.Error("pacer: admin listener", "err", err)
-		return &exitError{code: exitFailure, err: err}
+		return &exitError{code: exitFailure, err: err, logged: true}
 	}
 	defer stopAdmin()
 
@@ -78,7 +86,7 @@ func (r runCmd) Run(e *env) error {
 		"rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
 	if err := w.engine.Run(e.ctx); err != nil {
 		log.Error("pacer: stopped on error", "err", err)
-		return &exitError{code: exitFailure, err: err}
+		return &exitError{code: exitFailure, err: err, logged: true}
 	}
 	st := w.engine.Status()
 	log.Info("pacer: stopped cleanly", "consumed", st.Consumed, "delivered", st.Delivered, "acked", st.Acked,

@@ -51,6 +51,10 @@ func (ps Problems) Error() string {
 	return "config: " + strconv.Itoa(len(ps)) + " problem(s):\n  " + strings.Join(lines, "\n  ")
 }
 
+// Sort orders ps by line (problems without a line last), keeping the order
+// of problems on the same line.
+func (ps Problems) Sort() { ps.sort() }
+
 func (ps Problems) sort() {
 	sort.SliceStable(ps, func(i, j int) bool {
 		li, lj := ps[i].Line, ps[j].Line
@@ -109,7 +113,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return &cfg, Problems{syntaxProblem(err)}
+		return &cfg, Problems{syntaxProblem(err, data)}
 	}
 	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}, env: expander{lookup: lookup}, unset: map[string]int{}}
 	for _, doc := range file.Docs {
@@ -162,13 +166,18 @@ func tooLarge(data []byte) (Problem, bool) {
 	return Problem{}, true
 }
 
-func syntaxProblem(err error) Problem {
+func syntaxProblem(err error, data []byte) Problem {
 	p := Problem{Msg: err.Error()}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		p.Msg = "YAML syntax: " + ye.GetMessage()
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 			p.Line, p.Column = tk.Position.Line, tk.Position.Column
+		}
+	}
+	if lines := strings.Split(string(data), "\n"); p.Line > 0 && p.Line <= len(lines) {
+		if l := lines[p.Line-1]; strings.Contains(l, "[${") || strings.Contains(l, "{${") {
+			p.Msg += " (variables are expanded after the YAML is read, so [${X}] is a mapping inside a list: write field: ${X} for a comma-separated list, or quote it: [\"${X}\"])"
 		}
 	}
 	return p
@@ -325,7 +334,12 @@ func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
 	case reflect.Slice:
 		seq, ok := n.(*ast.SequenceNode)
 		if !ok {
-			if _, null, _ := scalarText(n); null {
+			text, null, scalar := scalarText(n)
+			if null {
+				return
+			}
+			if scalar && t.Elem().Kind() == reflect.String {
+				d.commaList(n, v, path, text)
 				return
 			}
 			d.add(n, path, "want a list, got %s", describe(n))
@@ -373,6 +387,25 @@ func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
 	default:
 		d.scalar(n, v, path)
 	}
+}
+
+// commaList decodes a scalar given for a list of strings as a
+// comma-separated list ("a:9092,b:9092"), after expanding its variables:
+// the way to fill a list from one environment variable.
+func (d *decoder) commaList(n ast.Node, v reflect.Value, path, text string) {
+	var s string
+	d.setText(n, reflect.ValueOf(&s).Elem(), path, text)
+	var items []string
+	for _, it := range strings.Split(s, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, it)
+		}
+	}
+	out := reflect.MakeSlice(v.Type(), len(items), len(items))
+	for i, it := range items {
+		out.Index(i).SetString(it)
+	}
+	v.Set(out)
 }
 
 // scalar decodes one scalar value into v, after expanding its variables.

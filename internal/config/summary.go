@@ -31,7 +31,8 @@ func (g Global) EffectiveBurst() int {
 }
 
 // Summary describes in one paragraph what c will do. It never shows
-// secrets.
+// secrets: not the Secret fields, nor a password or query value inside a
+// URL.
 func (c *Config) Summary() string {
 	var b strings.Builder
 	switch c.Source.Type {
@@ -50,7 +51,7 @@ func (c *Config) Summary() string {
 		if n.FilterSubject != "" {
 			fmt.Fprintf(&b, " (subjects %s)", n.FilterSubject)
 		}
-		fmt.Fprintf(&b, " from %s with durable consumer %q", n.URL, n.Consumer)
+		fmt.Fprintf(&b, " from %s with durable consumer %q", RedactURL(n.URL), n.Consumer)
 		if n.TLS.Enabled {
 			b.WriteString(" over TLS")
 		}
@@ -93,7 +94,7 @@ func (c *Config) Summary() string {
 	fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
 	switch c.Sink.Type {
 	case "http":
-		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, c.Sink.HTTP.URL)
+		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, RedactURL(c.Sink.HTTP.URL))
 	case "sql":
 		if c.Sink.SQL.Statement != "" {
 			fmt.Fprintf(&b, "; write each message to %s with a custom statement", c.Sink.SQL.Driver)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -120,7 +121,7 @@ func (v *validator) source() {
 			for _, u := range strings.Split(n.URL, ",") {
 				pu, err := url.Parse(strings.TrimSpace(u))
 				if err != nil || pu.Host == "" {
-					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", u)
+					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", RedactURL(u))
 				}
 			}
 		}
@@ -301,7 +302,7 @@ func (v *validator) sink() {
 		if h.URL == "" {
 			v.add("sink.http.url", "missing: the URL to send messages to")
 		} else if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add("sink.http.url", "%q is not an http:// or https:// URL", h.URL)
+			v.add("sink.http.url", "%q is not an http:// or https:// URL", RedactURL(h.URL))
 		}
 		v.oneOf("sink.http.method", h.Method, "POST", "PUT", "PATCH")
 		if h.Timeout <= 0 {
@@ -393,6 +394,8 @@ func (v *validator) misc() {
 		host, port, err := net.SplitHostPort(c.Admin.Listen)
 		if err != nil || port == "" {
 			v.add("admin.listen", "%q is not host:port", c.Admin.Listen)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			v.add("admin.listen", "port %q: want a number from 1 to 65535 (0: any free port)", port)
 		} else if !c.Admin.AllowRemote && !isLoopback(host) {
 			v.add("admin.listen", "%q is not a loopback address; set admin.allow_remote: true to expose the admin listener", c.Admin.Listen)
 		}

@@ -191,3 +191,28 @@ func TestGlobalBurstDefault(t *testing.T) {
 		t.Errorf("EffectiveBurst() = %d want at least 1", got)
 	}
 }
+
+func TestWarningsWhenSettingsCancel(t *testing.T) {
+	c := mustParse(t, strings.Replace(minimal, "rate: 100/s", "rate: 50/s\n  burst: 100\n  peak: 80/s\n  warmup: 10s", 1), nil)
+	w := c.Warnings()
+	if len(w) != 2 || w[0].Path != "shaping.warmup" || w[0].Line != 9 || !strings.Contains(w.Error(), "burst 100 is never reached") || !strings.Contains(w.Error(), "peak 80/s is never reached") {
+		t.Errorf("Warnings() = %v want burst and peak cancelled by warmup, on line 9", w)
+	}
+	if w := mustParse(t, strings.Replace(minimal, "rate: 100/s", "rate: 50/s\n  warmup: 10s", 1), nil).Warnings(); len(w) != 0 {
+		t.Errorf("warmup alone: %v", w)
+	}
+}
+
+// TestListFromOneVariable: a list of strings given one value is a
+// comma-separated list, so one variable can fill it; [${X}] gets a hint.
+func TestListFromOneVariable(t *testing.T) {
+	text := "source:\n  type: kafka\n  kafka:\n    brokers: ${B:-127.0.0.1:9092}\n    topics: t\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n"
+	c := mustParse(t, text, map[string]string{"B": "a:9092, b:9092,"})
+	if got := strings.Join(c.Source.Kafka.Brokers, "|"); got != "a:9092|b:9092" {
+		t.Errorf("brokers = %q", got)
+	}
+	ps := problemsOf(t, strings.Replace(text, "brokers: ${B:-127.0.0.1:9092}", "brokers: [${B:-127.0.0.1:9092}]", 1), nil)
+	if !strings.Contains(ps.Error(), "write field: ${X} for a comma-separated list") {
+		t.Errorf("[${X}]: %v", ps)
+	}
+}
