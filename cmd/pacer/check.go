@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,7 +26,8 @@ import (
 // with the same mapping run uses, and returns each refusal as a problem on
 // its field's line. Nothing connects: a part that would need the network
 // to be checked (a broker, the database, Redis) is checked as far as its
-// config goes. validate and run both call it (through loadConfig), so they
+// config goes, and files the worker writes (the dead-letter file) are left
+// to run, since validate may run on another machine. validate and run both call it (through loadConfig), so they
 // agree on every config.
 func checkParts(cfg *config.Config) config.Problems {
 	var ps config.Problems
@@ -95,15 +94,6 @@ func checkParts(cfg *config.Config) config.Problems {
 			add("sink.stdout", err)
 		} else {
 			sink = s
-		}
-	}
-
-	if cfg.DeadLetter.Type == "file" && cfg.DeadLetter.Path != "" {
-		dir := filepath.Dir(cfg.DeadLetter.Path)
-		if fi, err := os.Stat(dir); err != nil {
-			add("dead_letter.path", fmt.Errorf("directory %s: %w", dir, err))
-		} else if !fi.IsDir() {
-			add("dead_letter.path", fmt.Errorf("%s is not a directory", dir))
 		}
 	}
 

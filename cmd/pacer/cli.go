@@ -27,9 +27,6 @@ type cli struct {
 	Run      runCmd      `cmd:"" help:"Run the worker: consume, shape, deliver. SIGTERM drains, SIGHUP reloads shaping."`
 	Demo     demoCmd     `cmd:"" help:"Zero set-up demo: in-process NATS JetStream, a rate-limited API and the real engine, with live progress, a summary and a chart."`
 	Simulate simulateCmd `cmd:"" help:"Replay an arrival trace through the configured shaper in virtual time; write a chart and a CSV."`
-
-	Testapi testapiCmd `cmd:"" hidden:"" help:"Serve a rate-limited mock API (for docker compose)."`
-	Produce produceCmd `cmd:"" hidden:"" help:"Publish a bursty load to Kafka or NATS (for docker compose)."`
 }
 
 // env is what every command gets: the context (cancelled on SIGINT and
@@ -66,6 +63,7 @@ var version = "dev"
 // returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (code int) {
 	var c cli
+	bare := len(args) == 0
 	parser, err := kong.New(&c,
 		kong.Name("pacer"),
 		kong.Description("pacer paces message-queue consumption (Kafka, NATS JetStream) into rate-limited downstreams (HTTP APIs, SQL databases)."),
@@ -85,6 +83,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 				panic(r)
 			}
 			code = int(k)
+			if bare && code == exitOK {
+				code = exitUsage // bare "pacer": the usage, but no command was given
+			}
 		}
 	}()
 	args = conventionalArgs(args)

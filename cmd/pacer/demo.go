@@ -24,6 +24,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/loadgen"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 )
@@ -88,7 +89,7 @@ func (d demoCmd) Run(e *env) error {
 	}
 	// A spike, a steady stream below the rate, a quiet gap, a second spike.
 	steadyRate := 0.6 * s.Rate.PerSecond()
-	plan := loadPlan{Spike1: total * 35 / 100, Steady: total * 35 / 100, SteadyRate: steadyRate}
+	plan := loadgen.Plan{Spike1: total * 35 / 100, Steady: total * 35 / 100, SteadyRate: steadyRate}
 	plan.Spike2 = total - plan.Spike1 - plan.Steady
 	plan.Gap = d.Duration / 20
 
@@ -168,7 +169,7 @@ func (d demoCmd) Run(e *env) error {
 		// Asynchronous publishes, so a spike really is a spike; every ack is
 		// checked before the publisher reports done.
 		var futures []jetstream.PubAckFuture
-		err := plan.run(e.ctx, func(ctx context.Context, i int) error {
+		err := plan.Run(e.ctx, func(ctx context.Context, i int) error {
 			m := nats.NewMsg("demo.orders")
 			m.Data = fmt.Appendf(nil, `{"order":%d}`, i)
 			m.Header.Set("Nats-Msg-Id", "demo-"+strconv.Itoa(i))

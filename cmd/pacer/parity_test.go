@@ -47,7 +47,6 @@ func TestValidateAndRunAgree(t *testing.T) {
 		{"admin port out of range", strings.Replace(parityBase, `listen: ""`, "listen: 127.0.0.1:99999", 1), 8, "want a number from 1 to 65535"},
 		{"NATS CA file missing", strings.Replace(parityBase, "stream: ORDERS", "stream: ORDERS\n    tls:\n      enabled: true\n      ca_file: /nope/ca.pem", 1), 5, "tls.ca_file"},
 		{"Kafka client certificate missing", strings.Replace(parityBase, "  type: nats\n  nats:\n    stream: ORDERS\n", "  type: kafka\n  kafka:\n    brokers: [127.0.0.1:1]\n    topics: [t]\n    tls:\n      enabled: true\n      cert_file: /nope/c.pem\n      key_file: /nope/k.pem\n", 1), 6, "client certificate"},
-		{"dead-letter directory missing", parityBase + "dead_letter:\n  type: file\n  path: /does/not/exist/dlq.jsonl\n", 15, "directory /does/not/exist"},
 		{"URL password never shown", strings.Replace(parityBase, "http://127.0.0.1:1/orders", "ftp://u:hunter2secret@127.0.0.1/x?api_key=hunter2secret", 1), 12, "is not an http:// or https:// URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
