@@ -28,7 +28,9 @@ func TestTestapi(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
-	go func() { done <- run(ctx, []string{"testapi", "--listen", addr, "--rate", "5", "--burst", "5"}, &bytes.Buffer{}, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"testapi", "--listen", addr, "--rate", "5", "--burst", "5"}, &bytes.Buffer{}, &stderr)
+	}()
 	var codes []int
 	deadline := time.Now().Add(10 * time.Second)
 	for len(codes) < 12 && time.Now().Before(deadline) {
