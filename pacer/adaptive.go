@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,10 +10,11 @@ import (
 )
 
 // controller is the downstream's voice. It keeps the Retry-After gate (no
-// admission before it, on any path) and moves the bucket's sustained rate
-// between the floor and the configured rate: AIMD or PID, and pacing to
-// what rate-limit headers say is left. Every change goes through apply,
-// which logs it and calls the rate hooks.
+// admission before it, on any path; every downstream-imposed wait capped at
+// maxPause) and moves the bucket's sustained rate between the floor and the
+// configured rate: the limit finder (auto), AIMD or PID, and pacing to what
+// rate-limit headers say is left. Every change goes through apply (and
+// applyBurst), which log it and call the rate hooks.
 type controller struct {
 	mu       sync.Mutex
 	cfg      AdaptiveConfig
@@ -39,15 +41,32 @@ type controller struct {
 	gate   atomic.Int64 // unix nanos: no admission before this
 	active atomic.Bool  // a rate is configured: AIMD/PID/headers may act
 	apply  func(now time.Time, to float64, cause string)
+
+	// Auto mode: the limit finder and the burst it wants.
+	lf         *limitFinder
+	burst      int // configured burst
+	minBurst   int // BatchSize
+	effBurst   int
+	applyBurst func(now time.Time, to int)
+
+	// Downstream-imposed waits.
+	maxPause  time.Duration
+	gateMu    sync.Mutex
+	gateCause string // why the gate is raised (for /status and the log)
+	warn      func(msg string, args ...any)
+
+	edge       windowEdge // c.mu
+	lastWarn   string     // c.mu: the last header warning logged, and when
+	lastWarnAt time.Time
 }
 
-func newController(cfg AdaptiveConfig, rate algorithms.Rate, maxInFlight int) *controller {
-	c := &controller{cfg: cfg, inFlight: maxInFlight}
-	c.setCeiling(rate)
+func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time) *controller {
+	c := &controller{cfg: cfg, inFlight: maxInFlight, burst: burst, minBurst: batch, maxPause: maxPause}
+	c.setCeiling(rate, now)
 	return c
 }
 
-func (c *controller) setCeiling(rate algorithms.Rate) {
+func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	c.ceiling = rate.PerSecond()
 	c.active.Store(c.ceiling > 0)
 	c.cur = c.ceiling
@@ -62,19 +81,82 @@ func (c *controller) setCeiling(rate algorithms.Rate) {
 	if c.cfg.Mode == AdaptivePID && c.ceiling > 0 {
 		c.pid = NewPIDEstimator(c.cfg.Interval, c.cfg.Kp, c.cfg.Ki, c.cfg.Kd, c.floor)
 	}
+	c.lf = nil
+	c.effBurst = c.burst
+	if c.cfg.Mode == AdaptiveAuto && c.ceiling > 0 {
+		c.lf = newLimitFinder(c.ceiling, c.floor, c.burst, c.minBurst, now)
+	}
 }
 
 // gateUntil returns the Retry-After gate (zero: none).
 func (c *controller) gateUntil() int64 { return c.gate.Load() }
 
-func (c *controller) raiseGate(until time.Time) {
+// longPause is the pause length from which a downstream-imposed pause is
+// logged at WARN with its cause and end.
+const longPause = 30 * time.Second
+
+// raiseGate stops every admission until now+d because of cause (a header
+// and its value). d is capped at maxPause, with a WARN naming the cause; a
+// pause of longPause or more is logged with its end. It returns the gate's
+// end.
+func (c *controller) raiseGate(now time.Time, d time.Duration, cause string) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	if c.maxPause > 0 && d > c.maxPause {
+		if c.warn != nil {
+			c.warn("pacer: downstream asked for a pause longer than retry.max_pause; capped", "cause", cause, "asked", d.String(), "max_pause", c.maxPause.String())
+		}
+		d = c.maxPause
+	}
+	until := now.Add(d)
 	u := until.UnixNano()
 	for {
 		g := c.gate.Load()
-		if g >= u || c.gate.CompareAndSwap(g, u) {
-			return
+		if g >= u {
+			return time.Unix(0, g)
+		}
+		if c.gate.CompareAndSwap(g, u) {
+			break
 		}
 	}
+	c.gateMu.Lock()
+	c.gateCause = cause
+	c.gateMu.Unlock()
+	if d >= longPause && c.warn != nil {
+		c.warn("pacer: downstream paused every delivery", "cause", cause, "until", until.UTC().Format(time.RFC3339), "for", d.String())
+	}
+	return until
+}
+
+// clearGate lifts the gate (SIGHUP, the admin API); it reports whether one
+// was in force at now.
+func (c *controller) clearGate(now time.Time) bool {
+	g := c.gate.Swap(0)
+	return g > now.UnixNano()
+}
+
+func (c *controller) pauseCause() string {
+	c.gateMu.Lock()
+	defer c.gateMu.Unlock()
+	return c.gateCause
+}
+
+// capWait caps a downstream-imposed wait at maxPause.
+func (c *controller) capWait(d time.Duration) time.Duration {
+	if c.maxPause > 0 && d > c.maxPause {
+		return c.maxPause
+	}
+	return d
+}
+
+// resetIn is how long until rl's window resets, seen at now: exact when
+// the header gave an absolute time.
+func resetIn(rl *RateLimitInfo, now time.Time) time.Duration {
+	if !rl.ResetAt.IsZero() {
+		return rl.ResetAt.Sub(now)
+	}
+	return rl.Reset
 }
 
 // observe folds in one delivery's feedback. throttled counts results that
@@ -82,28 +164,55 @@ func (c *controller) raiseGate(until time.Time) {
 // among the feedback and the results; delivered counts Delivered results,
 // queueDelay their summed time from consumed to admitted.
 func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAfter time.Duration, delivered int, latency, queueDelay time.Duration) {
+	var gateFrom time.Time
+	if g := c.gate.Load(); g > now.UnixNano() {
+		gateFrom = time.Unix(0, g)
+	} else {
+		gateFrom = now
+	}
+	var gateEnd time.Time
 	if retryAfter > 0 {
-		c.raiseGate(now.Add(retryAfter))
+		gateEnd = c.raiseGate(now, retryAfter, fmt.Sprintf("Retry-After: %s (status %d)", retryAfter, fb.Status))
 	}
 	rl := fb.RateLimit
-	useRL := rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 && rl.Reset > 0
+	var left time.Duration
+	if rl != nil {
+		left = resetIn(rl, now)
+		c.mu.Lock()
+		left = c.edge.refine(now, rl, left)
+		if rl.Warning != "" && (rl.Warning != c.lastWarn || now.Sub(c.lastWarnAt) >= time.Minute) && c.warn != nil {
+			c.lastWarn, c.lastWarnAt = rl.Warning, now
+			c.warn("pacer: downstream rate-limit header ignored", "reason", rl.Warning)
+		}
+		c.mu.Unlock()
+	}
+	useRL := rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 && left > 0
 	if useRL && rl.Remaining == 0 {
 		// Nothing left in this window: wait for its reset, on every path.
-		c.raiseGate(now.Add(rl.Reset))
+		cause := rl.Header
+		if cause == "" {
+			cause = "rate-limit remaining 0"
+		}
+		gateEnd = maxTime(gateEnd, c.raiseGate(now, left, cause))
 	}
 	if !c.active.Load() {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.lf != nil {
+		c.observeAuto(now, throttled, useRL, rl, left, delivered, gateFrom, gateEnd)
+		return
+	}
 	if !c.hdrUntil.IsZero() && !now.Before(c.hdrUntil) {
 		c.hdrUntil = time.Time{}
 		c.capped.Store(false)
 		c.refresh(now, "ratelimit-window-reset")
 	}
 	if useRL && rl.Remaining > 0 {
-		c.hdrCap = min(max(float64(rl.Remaining)/rl.Reset.Seconds(), c.floor), c.ceiling)
-		c.hdrUntil = now.Add(rl.Reset)
+		left = c.capWait(left)
+		c.hdrCap = min(max(float64(rl.Remaining)/left.Seconds(), c.floor), c.ceiling)
+		c.hdrUntil = now.Add(left)
 		c.capped.Store(true)
 		c.refresh(now, "ratelimit-headers")
 	}
@@ -153,6 +262,54 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 		}
 		c.winStart, c.winN, c.winLat, c.winQueue = now, 0, 0, 0
 	}
+}
+
+// observeAuto is observe for the limit finder (c.mu held).
+func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateLimitInfo, left time.Duration, delivered int, gateFrom, gateEnd time.Time) {
+	f := c.lf
+	if !gateEnd.IsZero() && gateEnd.After(gateFrom) {
+		f.gated(gateFrom, gateEnd)
+	}
+	f.delivered(now, delivered)
+	changed := false
+	cause := ""
+	if rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 {
+		var lim float64
+		if win := c.edge.window(rl); rl.Limit > 0 && win > 0 {
+			lim = float64(rl.Limit) / win.Seconds()
+		}
+		f.headers(now, rl.Remaining, c.capWait(left), lim)
+		changed, cause = true, "ratelimit-headers"
+	}
+	if throttled && f.throttle(now, gateEnd) {
+		changed, cause = true, "throttled"
+	}
+	if !changed && f.tick(now) {
+		changed, cause = true, "probe"
+		if !f.probing {
+			cause = "probe-end"
+		}
+	}
+	if !changed {
+		return
+	}
+	if f.burst != c.effBurst && c.applyBurst != nil {
+		c.effBurst = f.burst
+		c.applyBurst(now, f.burst)
+	}
+	c.cur = f.rate
+	c.refresh(now, cause)
+}
+
+// learned reports the limit finder's view: the learned limit (0 unknown),
+// its source, and when the downstream last throttled (zero: never).
+func (c *controller) learned() (limit float64, src LimitSource, last time.Time, burst int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lf == nil {
+		return 0, LimitConfigured, time.Time{}, c.effBurst
+	}
+	return c.lf.limit, c.lf.src, c.lf.lastThrottle, c.effBurst
 }
 
 // set moves the controller's own rate (AIMD, PID) and applies the

@@ -110,6 +110,11 @@ type RetryConfig struct {
 	Max         time.Duration // 0: 30s
 	MaxAttempts int           // 0: 10; negative: unlimited
 	MaxTime     time.Duration // 0: unlimited
+	// MaxPause caps every wait the downstream imposes: a Retry-After, a
+	// rate-limit reset with nothing remaining, and so the delay a message
+	// handed back on stop carries. 0: DefaultMaxPause; negative: no cap.
+	// MaxTime, when set, caps them too.
+	MaxPause time.Duration
 	// Seed seeds the jitter (0: a random seed). Set it for reproducible runs.
 	Seed uint64
 }
@@ -125,9 +130,20 @@ const (
 	// additive increase after each clean interval.
 	AdaptiveAIMD
 	// AdaptivePID: Spark's PIDRateEstimator, driven by delivery latency and
-	// queue delay once per interval.
+	// queue delay once per interval. It was designed for a processing
+	// rate, not for 429s: prefer AdaptiveAuto in front of a rate-limited
+	// API.
 	AdaptivePID
+	// AdaptiveAuto finds and holds the downstream's real limit: it spends
+	// the budget rate-limit headers advertise, else learns the limit from
+	// the rate accepted before a throttle and probes up briefly and rarely
+	// (see limitFinder). The configured rate is the ceiling. The pacer
+	// binary's default.
+	AdaptiveAuto
 )
+
+// DefaultMaxPause is RetryConfig.MaxPause's default.
+const DefaultMaxPause = 5 * time.Minute
 
 func (m AdaptiveMode) String() string {
 	switch m {
@@ -135,11 +151,13 @@ func (m AdaptiveMode) String() string {
 		return "aimd"
 	case AdaptivePID:
 		return "pid"
+	case AdaptiveAuto:
+		return "auto"
 	}
 	return "off"
 }
 
-// ParseAdaptiveMode parses "off" (or ""), "aimd" and "pid".
+// ParseAdaptiveMode parses "off" (or ""), "auto", "aimd" and "pid".
 func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
 	switch s {
 	case "", "off", "none":
@@ -148,8 +166,10 @@ func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
 		return AdaptiveAIMD, nil
 	case "pid":
 		return AdaptivePID, nil
+	case "auto":
+		return AdaptiveAuto, nil
 	}
-	return 0, fmt.Errorf("%w: adaptive mode %q (want off, aimd or pid)", ErrInvalidConfig, s)
+	return 0, fmt.Errorf("%w: adaptive mode %q (want auto, off, aimd or pid)", ErrInvalidConfig, s)
 }
 
 // AdaptiveConfig configures the adaptive rate controller. It moves the token
@@ -201,6 +221,27 @@ type Config struct {
 	BatchLinger time.Duration
 	Ordering    Ordering
 
+	// Fairness, if non-nil, hands waiting messages to admission
+	// weighted-fair across keys (deficit round robin) instead of first
+	// come, first served, so one key's backlog does not delay the others.
+	// Memory stays QueueSize (plus one message the fair pump has chosen):
+	// a key holds at most MaxShare of the queue, and its next message
+	// waits in deliver. Which keys that holds back depends on the source:
+	// Kafka hands each partition over on its own path, so only the hot
+	// key's partitions wait; a source with one path (a JetStream pull
+	// consumer) waits for everyone once a key is at its share, as a full
+	// FIFO queue does today. Order: messages with one fairness key keep
+	// their order; with OrderKey, make the fairness key a function of the
+	// message key (the default) so each message key keeps its order.
+	// Acks and Kafka's commit watermark are unchanged (a message is acked
+	// when settled; the source commits only contiguous offsets). Nil (the
+	// default): the queue is a FIFO channel, as without this field.
+	Fairness *Fairness
+	// Priority, if non-nil, sorts waiting messages into lanes: a higher
+	// lane is handed to admission first, a lower one keeps its floor. It
+	// combines with Fairness (fair across keys inside each lane).
+	Priority *Priority
+
 	Retry    RetryConfig
 	Adaptive AdaptiveConfig
 
@@ -217,6 +258,16 @@ type Config struct {
 	Logger *slog.Logger // nil: discard
 	Hooks  Hooks
 	Clock  Clock // nil: SystemClock
+
+	// State, if set, keeps the token bucket and peak pacer across restarts:
+	// restored when Run starts, saved every StateInterval while it runs and
+	// once more on a clean stop. With a State but nothing saved yet, the
+	// bucket starts empty. See ShaperState for what a crash restores.
+	State StateStore
+	// StateInterval is how often the state is saved while running; 0: 250ms.
+	// A restart after a crash starts with an empty bucket, refilled for the
+	// time since the dead worker's last save plus two intervals.
+	StateInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -247,6 +298,9 @@ func (c *Config) setDefaults() {
 	if c.DeadLetterRetry == 0 {
 		c.DeadLetterRetry = 5 * time.Second
 	}
+	if c.StateInterval == 0 {
+		c.StateInterval = DefaultStateInterval
+	}
 	r := &c.Retry
 	if r.Initial == 0 {
 		r.Initial = 100 * time.Millisecond
@@ -256,6 +310,9 @@ func (c *Config) setDefaults() {
 	}
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = 10
+	}
+	if r.MaxPause == 0 {
+		r.MaxPause = DefaultMaxPause
 	}
 	a := &c.Adaptive
 	if a.Interval == 0 {
@@ -323,7 +380,7 @@ func (c *Config) validate() error {
 	if c.BatchSize < 1 {
 		return fmt.Errorf("%w: BatchSize %d (want >= 1)", ErrInvalidConfig, c.BatchSize)
 	}
-	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 {
+	if c.BatchLinger < 0 || c.DrainTimeout < 0 || c.SettleTimeout < 0 || c.StateInterval < 0 {
 		return fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	}
 	if c.Ordering > OrderKey {
@@ -332,11 +389,21 @@ func (c *Config) validate() error {
 	if c.Retry.Initial < 0 || c.Retry.Max < c.Retry.Initial || c.Retry.MaxTime < 0 {
 		return fmt.Errorf("%w: Retry backoff Initial %v Max %v MaxTime %v", ErrInvalidConfig, c.Retry.Initial, c.Retry.Max, c.Retry.MaxTime)
 	}
+	if c.Fairness != nil {
+		if err := c.Fairness.validate(); err != nil {
+			return err
+		}
+	}
+	if c.Priority != nil {
+		if err := c.Priority.validate(); err != nil {
+			return err
+		}
+	}
 	a := c.Adaptive
-	if a.Mode > AdaptivePID {
+	if a.Mode > AdaptiveAuto {
 		return fmt.Errorf("%w: Adaptive.Mode %d", ErrInvalidConfig, a.Mode)
 	}
-	if a.Mode != AdaptiveOff && c.Rate == (algorithms.Rate{}) {
+	if a.Mode != AdaptiveOff && a.Mode != AdaptiveAuto && c.Rate == (algorithms.Rate{}) {
 		return fmt.Errorf("%w: Adaptive.Mode %v needs a Rate to move", ErrInvalidConfig, a.Mode)
 	}
 	if a.Decrease <= 0 || a.Decrease >= 1 {

@@ -102,6 +102,12 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		}
 		slot := e.acquireSlot()
 		if slot {
+			if it := e.fairPop(); it != nil {
+				if it = e.take(it); it != nil {
+					return it, gotItem
+				}
+				continue
+			}
 			select {
 			case it := <-e.queue:
 				if it = e.take(it); it != nil {
@@ -153,6 +159,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 			received = true
 			got = e.take(it) // nil: parked behind its key, holding the slot
 		case <-sc:
+		case <-e.fairAvail(slot):
 		case <-e.ready.wake:
 		case <-kick:
 		case <-e.finished:
@@ -257,7 +264,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 			now := e.clock.Now()
 			if now.UnixNano() < g {
 				e.pause.set(PauseRetryAfter)
-				if !e.sleep(ctx, sl, time.Duration(g-now.UnixNano())) {
+				if !e.sleepOrWake(ctx, sl, time.Duration(g-now.UnixNano())) {
 					return false
 				}
 				continue
@@ -296,9 +303,23 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 				wait = time.Duration(e.globalRetry.Load())
 			}
 		}
-		if !e.sleep(ctx, sl, wait) {
+		if !e.sleepOrWake(ctx, sl, wait) {
 			return false
 		}
+	}
+}
+
+// sleepOrWake sleeps like sleep, but returns early (true) when the rate,
+// the burst or the gate changed: a wait computed at the old rate must not
+// be slept out at a new, higher one.
+func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) bool {
+	select {
+	case <-sl.arm(d):
+		return true
+	case <-e.shapeWake:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -436,7 +457,7 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		if now.IsZero() {
 			now = e.clock.Now()
 		}
-		delay := e.back.delay(it.m.Attempt, r.RetryAfter)
+		delay := e.back.delay(it.m.Attempt, e.ctrl.capWait(r.RetryAfter))
 		if e.isStopping() {
 			e.settle(it, SettledNak, delay, "")
 			return

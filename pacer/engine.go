@@ -40,6 +40,7 @@ type Engine struct {
 	pause pauser
 
 	queue       chan *item
+	fair        *fairQueue    // Fairness or Priority: the queue in fair order (queue unused)
 	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
 	slotWaiters atomic.Int32  // workers waiting for a slot
 	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
@@ -52,7 +53,8 @@ type Engine struct {
 	admitSem   chan struct{} // one worker at a time waits on the shaper
 	takeSem    chan struct{} // one worker at a time forms a batch
 	finished   chan struct{}
-	timerOwner atomic.Bool // a waiting worker holds the next-retry timer
+	timerOwner atomic.Bool   // a waiting worker holds the next-retry timer
+	shapeWake  chan struct{} // cap 1: rate, burst or gate changed; wakes the shaper's sleeper
 	finishOnce sync.Once
 
 	keyMu sync.Mutex
@@ -104,9 +106,17 @@ func New(cfg Config) (*Engine, error) {
 		finished:  make(chan struct{}),
 		admitSem:  make(chan struct{}, 1),
 		takeSem:   make(chan struct{}, 1),
+		shapeWake: make(chan struct{}, 1),
 		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
 		stopping:  make(chan struct{}),
 		settleCtx: context.Background(),
+	}
+	if cfg.Fairness != nil || cfg.Priority != nil {
+		f, err := newFairQueue(&e.cfg)
+		if err != nil {
+			return nil, err
+		}
+		e.fair, e.queue = f, make(chan *item)
 	}
 	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.ready.kick = make(chan struct{}, 1)
@@ -124,8 +134,10 @@ func New(cfg Config) (*Engine, error) {
 	if bucket != nil {
 		rate = bucket.rate
 	}
-	e.ctrl = newController(cfg.Adaptive, rate, cfg.MaxInFlight)
+	e.ctrl = newController(cfg.Adaptive, rate, cfg.Burst, cfg.BatchSize, cfg.MaxInFlight, maxPause(cfg.Retry), now)
 	e.ctrl.apply = e.applyRate
+	e.ctrl.applyBurst = e.applyBurst
+	e.ctrl.warn = e.log.Warn
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
@@ -154,10 +166,67 @@ func (e *Engine) applyRate(now time.Time, to float64, cause string) {
 		e.log.Warn("pacer: rate change refused", "to", to, "cause", cause, "err", err)
 		return
 	}
-	e.log.Info("pacer: rate changed", "from", from, "to", to, "cause", cause)
+	e.wakeShaper()
+	lvl := slog.LevelInfo
+	if cause == "ratelimit-headers" {
+		lvl = slog.LevelDebug // re-read on every answer
+	}
+	e.log.Log(context.Background(), lvl, "pacer: rate changed", "from", from, "to", to, "cause", cause)
 	for _, h := range e.hooks.rate {
 		h.OnRateChange(from, to, cause)
 	}
+}
+
+// applyBurst sets the bucket's capacity (the limit finder brings it down
+// to what the downstream showed it accepts); controller lock held.
+func (e *Engine) applyBurst(now time.Time, to int) {
+	e.sh.mu.Lock()
+	b := e.sh.bucket
+	var err error
+	if b != nil {
+		err = b.setBurst(now, to)
+	}
+	e.sh.mu.Unlock()
+	if err != nil {
+		e.log.Warn("pacer: burst change refused", "to", to, "err", err)
+		return
+	}
+	e.wakeShaper()
+}
+
+// wakeShaper wakes the worker sleeping on the shaper or the gate, if any.
+func (e *Engine) wakeShaper() {
+	select {
+	case e.shapeWake <- struct{}{}:
+	default:
+	}
+}
+
+// maxPause is the cap on downstream-imposed waits: Retry.MaxPause and,
+// when set, Retry.MaxTime (0: none).
+func maxPause(r RetryConfig) time.Duration {
+	d := r.MaxPause
+	if d < 0 {
+		d = 0
+	}
+	if r.MaxTime > 0 && (d == 0 || r.MaxTime < d) {
+		d = r.MaxTime
+	}
+	return d
+}
+
+// ClearPause lifts a pause the downstream imposed (Retry-After, a spent
+// rate-limit window) at once; it reports whether one was in force. SIGHUP
+// and the admin API call it. Safe from any goroutine.
+func (e *Engine) ClearPause() bool {
+	now := e.clock.Now()
+	was := e.ctrl.clearGate(now)
+	if was {
+		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause())
+		e.pause.clear(PauseRetryAfter)
+		e.wakeShaper()
+	}
+	return was
 }
 
 // SetRate sets the configured (maximum) sustained rate at runtime; the
@@ -180,7 +249,7 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	if peak != (algorithms.Rate{}) && r.PerSecond() > peak.PerSecond() {
 		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
-	e.ctrl.setCeiling(r)
+	e.ctrl.setCeiling(r, now)
 	e.applyRate(now, r.PerSecond(), "set-rate")
 	return nil
 }
@@ -241,11 +310,15 @@ func (e *Engine) Reload(s Shaping) error {
 	e.cfg.Shaping = s
 	e.globalRetry.Store(int64(s.GlobalRetry))
 	e.sh.mu.Unlock()
+	e.ctrl.burst = s.Burst
 	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
-		e.ctrl.setCeiling(s.Rate)
+		e.ctrl.setCeiling(s.Rate, now)
 		e.applyRate(now, s.Rate.PerSecond(), "reload")
+		if newBucket.burst != s.Burst {
+			e.applyBurst(now, s.Burst)
+		}
 	} else {
-		e.ctrl.setCeiling(algorithms.Rate{})
+		e.ctrl.setCeiling(algorithms.Rate{}, now)
 	}
 	e.log.Info("pacer: shaping reloaded", "rate", s.Rate.String(), "burst", s.Burst, "peak", s.Peak.String())
 	return nil
@@ -277,6 +350,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.settleCtx = base
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
+	stopState := e.startState(base) // restore before the first admission
 
 	var workers sync.WaitGroup
 	for range e.cfg.MaxInFlight {
@@ -329,6 +403,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		<-workersDone
 	}
 	sl.stop()
+	stopState() // the workers are done: nothing more is admitted
 	if !srcReturned {
 		srcErr = <-srcErrc
 	}
@@ -342,6 +417,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		break
 	}
+	e.drainFair()
 	// Retries and parked messages never made it out again: give them back.
 	// Settling a key's owner hands the key to its next parked message (into
 	// the ready queue), so repeat until both are empty.

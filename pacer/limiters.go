@@ -14,6 +14,7 @@ import (
 type rateLimiter interface {
 	algorithms.Limiter
 	SetRate(now time.Time, r algorithms.Rate) error
+	SetBurst(now time.Time, burst int) error
 	Tokens(now time.Time) float64
 }
 

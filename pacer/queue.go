@@ -23,6 +23,9 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 	if e.timeEnq {
 		it.enq = e.clock.Now()
 	}
+	if e.fair != nil {
+		return e.deliverFair(ctx, it)
+	}
 	select {
 	case e.queue <- it:
 	default:
@@ -44,7 +47,7 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 	for _, h := range e.hooks.consumed {
 		h.OnConsumed(m)
 	}
-	if len(e.queue) >= e.cfg.HighWatermark {
+	if e.queued() >= e.cfg.HighWatermark {
 		e.pauseFull()
 	}
 	return nil
@@ -77,7 +80,7 @@ func (e *Engine) pauseFull() {
 		return
 	}
 	p.reasons.Store(uint32(old | PauseQueueFull))
-	if len(e.queue) < e.cfg.HighWatermark {
+	if e.queued() < e.cfg.HighWatermark {
 		p.reasons.Store(uint32(old))
 		return
 	}
@@ -93,12 +96,12 @@ func (e *Engine) pauseFull() {
 // dequeued runs in the admission loop after each receive from the queue.
 func (e *Engine) dequeued() {
 	p := &e.pause
-	if !p.has(PauseQueueFull) || len(e.queue) > e.cfg.LowWatermark {
+	if !p.has(PauseQueueFull) || e.queued() > e.cfg.LowWatermark {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(e.queue) <= e.cfg.LowWatermark {
+	if e.queued() <= e.cfg.LowWatermark {
 		p.clearLocked(PauseQueueFull)
 	}
 }

@@ -10,8 +10,9 @@ import (
 // in series (third stage): algorithms.DualRate. Its sustained rate is what
 // the adaptive controller, SetRate and rate-limit headers move.
 type bucketStage struct {
-	lim  rateLimiter
-	rate algorithms.Rate // current sustained rate
+	lim   rateLimiter
+	rate  algorithms.Rate // current sustained rate
+	burst int             // current capacity
 }
 
 // newBucketStage returns nil when neither Rate nor Peak is set (unlimited).
@@ -23,7 +24,11 @@ func newBucketStage(sh *Shaping, now time.Time) (*bucketStage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bucketStage{lim: lim, rate: rate}, nil
+	burst := sh.Burst
+	if sh.Rate == (algorithms.Rate{}) {
+		burst = 1
+	}
+	return &bucketStage{lim: lim, rate: rate, burst: burst}, nil
 }
 
 func (*bucketStage) name() string { return "bucket" }
@@ -41,5 +46,13 @@ func (s *bucketStage) setRate(now time.Time, r algorithms.Rate) error {
 		return err
 	}
 	s.rate = r
+	return nil
+}
+
+func (s *bucketStage) setBurst(now time.Time, b int) error {
+	if err := s.lim.SetBurst(now, b); err != nil {
+		return err
+	}
+	s.burst = b
 	return nil
 }

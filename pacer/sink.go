@@ -64,6 +64,15 @@ type RateLimitInfo struct {
 	Remaining int64         // what is left of it (-1 unknown)
 	Reset     time.Duration // until the window resets (0 unknown)
 	Window    time.Duration // the policy's window, if given (0 unknown)
+	// ResetAt is the reset as an absolute time, when the header gave one
+	// (a Unix time): exact, where Reset is rounded to what was sent.
+	ResetAt time.Time
+	// Header is the header and value the reset was read from
+	// ("X-RateLimit-Reset: 1700000000"), for logs.
+	Header string
+	// Warning, if set, says a header was not understood and was ignored;
+	// the engine logs it (WARN).
+	Warning string
 }
 
 // Sink delivers messages downstream.

@@ -19,6 +19,18 @@ type Status struct {
 	PauseReasons   []string  `json:"pause_reasons,omitempty"`
 	Pauses         uint64    `json:"pauses"`
 	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+	// PauseCause is why the downstream paused every delivery until
+	// RetryAfter (the header and its value).
+	PauseCause string `json:"pause_cause,omitempty"`
+	// LearnedLimit is the downstream's limit as the auto controller knows
+	// it (events/s; 0 unknown), LimitSource where it comes from
+	// (configured, headers, 429s), LastThrottle when the downstream last
+	// throttled and SinceThrottle how long ago (seconds; -1 never).
+	LearnedLimit  float64   `json:"learned_limit_per_second"`
+	LimitSource   string    `json:"limit_source"`
+	LastThrottle  time.Time `json:"last_throttle,omitzero"`
+	SinceThrottle float64   `json:"seconds_since_throttle"`
+	Burst         int       `json:"burst"`
 
 	Consumed         uint64 `json:"consumed"`
 	Admitted         uint64 `json:"admitted"`
@@ -41,7 +53,7 @@ func (e *Engine) Status() Status {
 		Rate:           cur,
 		ConfiguredRate: ceil,
 		Adaptive:       e.cfg.Adaptive.Mode.String(),
-		QueueDepth:     len(e.queue),
+		QueueDepth:     e.queued(),
 		QueueSize:      e.cfg.QueueSize,
 		InFlight:       e.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
@@ -68,6 +80,14 @@ func (e *Engine) Status() Status {
 	}
 	if g := e.ctrl.gateUntil(); g > now.UnixNano() {
 		s.RetryAfter = time.Unix(0, g).UTC()
+		s.PauseCause = e.ctrl.pauseCause()
+	}
+	lim, src, last, burst := e.ctrl.learned()
+	s.LearnedLimit, s.LimitSource, s.Burst = lim, src.String(), burst
+	s.SinceThrottle = -1
+	if !last.IsZero() {
+		s.LastThrottle = last.UTC()
+		s.SinceThrottle = now.Sub(last).Seconds()
 	}
 	e.sh.mu.Lock()
 	if b := e.sh.bucket; b != nil {

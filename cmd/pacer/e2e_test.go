@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestDemo runs `pacer demo` as the README does, shortened.
@@ -113,7 +114,7 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 	p := start(t, nil, "run", "-c", cfgPath)
 
 	var st map[string]any
-	eventually(t, 30*time.Second, "all messages delivered", func() bool {
+	testkit.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
 		var err error
 		st, err = getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
@@ -140,7 +141,7 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "reloaded rate in /status", func() bool {
+	testkit.Eventually(t, 10*time.Second, "reloaded rate in /status", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "configured_rate_per_second") == 50 && num(st, "reloads") == 1
 	})
@@ -149,7 +150,7 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "bad reload logged", func() bool { return strings.Contains(p.logs(), "reload failed; keeping the current settings") })
+	testkit.Eventually(t, 10*time.Second, "bad reload logged", func() bool { return strings.Contains(p.logs(), "reload failed; keeping the current settings") })
 	st, _ = getStatus(addr)
 	if num(st, "engine", "configured_rate_per_second") != 50 || num(st, "reloads") != 1 {
 		t.Errorf("after a bad reload: %v", st)
@@ -189,7 +190,7 @@ func TestRunDrainLeavesRestForRedelivery(t *testing.T) {
 	addr := freeAddr(t)
 	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "40/s"))
 	p := start(t, nil, "run", "-c", cfgPath)
-	eventually(t, 20*time.Second, "some deliveries", func() bool { return api.Stats().Unique >= 30 })
+	testkit.Eventually(t, 20*time.Second, "some deliveries", func() bool { return api.Stats().Unique >= 30 })
 	if code := p.stop(t, 20*time.Second); code != 0 {
 		t.Fatalf("exit after SIGTERM = %d want 0\n%s", code, p.logs())
 	}
@@ -212,7 +213,7 @@ func TestRunDrainLeavesRestForRedelivery(t *testing.T) {
 	}
 	// A second worker picks up the rest.
 	p2 := start(t, nil, "run", "-c", cfgPath)
-	eventually(t, 30*time.Second, "the rest delivered", func() bool { return api.Stats().Unique == n })
+	testkit.Eventually(t, 30*time.Second, "the rest delivered", func() bool { return api.Stats().Unique == n })
 	_ = p2.cmd.Process.Signal(syscall.SIGINT)
 	if code := p2.wait(t, 20*time.Second); code != 0 {
 		t.Errorf("second run exit = %d", code)

@@ -19,6 +19,7 @@ import (
 	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 )
@@ -208,7 +209,7 @@ func TestGlobalPerKeyThroughRedis(t *testing.T) {
 		})
 	}
 	start := time.Now()
-	eventually(t, 20*time.Second, "every tenant's burst delivered", func() bool {
+	testkit.Eventually(t, 20*time.Second, "every tenant's burst delivered", func() bool {
 		n := perTenantSent()
 		for _, tn := range tenants {
 			if n[tn] < burst {
@@ -254,7 +255,7 @@ func TestRedisFailClosedNotReady(t *testing.T) {
 		t.Errorf("ready with Redis up = %v, want only the engine's state", err)
 	}
 	mr.Close()
-	eventually(t, 20*time.Second, "fail-closed after Redis stops", func() bool {
+	testkit.Eventually(t, 20*time.Second, "fail-closed after Redis stops", func() bool {
 		w.global.Reserve(time.Now(), 1) // asks for a refill, which fails
 		return w.global.Mode() == redis.ModeFailClosed
 	})

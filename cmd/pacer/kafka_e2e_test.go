@@ -12,6 +12,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunKafkaToHTTP: `pacer run` with a Kafka source (kfake or a real
@@ -54,7 +55,7 @@ admin:
 drain_timeout: 5s
 `, strings.Join(brokers, ", "), topic, topic+"-g", api.URL(), addr))
 	p := start(t, nil, "run", "-c", cfg)
-	eventually(t, 60*time.Second, "all records delivered", func() bool { return api.Stats().Unique >= n })
+	testkit.Eventually(t, 60*time.Second, "all records delivered", func() bool { return api.Stats().Unique >= n })
 	res, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)

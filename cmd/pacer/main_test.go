@@ -339,19 +339,6 @@ func getStatus(addr string) (map[string]any, error) {
 	return m, json.NewDecoder(res.Body).Decode(&m)
 }
 
-// eventually polls cond until it holds or the deadline passes (a liveness
-// bound, not a timing assertion).
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func num(m map[string]any, path ...string) float64 {
 	var cur any = m
 	for _, p := range path {

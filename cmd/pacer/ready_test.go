@@ -17,6 +17,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestReadyzFollowsSourceAndSink: /readyz of a NATS -> HTTP worker is 503
@@ -76,17 +77,17 @@ func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.engine.Run(runCtx) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, 20*time.Second, "/readyz 200 once connected", func() bool { code, _ := readyz(); return code == 200 })
+	testkit.Eventually(t, 20*time.Second, "/readyz 200 once connected", func() bool { code, _ := readyz(); return code == 200 })
 
 	if _, err := js.Publish(ctx, stream+".in", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "/readyz names the unreachable sink", func() bool {
+	testkit.Eventually(t, 20*time.Second, "/readyz names the unreachable sink", func() bool {
 		code, body := readyz()
 		return code == 503 && strings.Contains(body, "sink: latest request got no answer")
 	})
 	srv.Shutdown()
-	eventually(t, 20*time.Second, "/readyz names the source while NATS is down", func() bool {
+	testkit.Eventually(t, 20*time.Second, "/readyz names the source while NATS is down", func() bool {
 		code, body := readyz()
 		return code == 503 && strings.Contains(body, "source: nats: connection")
 	})

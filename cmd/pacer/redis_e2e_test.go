@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunTwoWorkersShareRedisBudget: two `pacer run` processes share one
@@ -50,7 +51,7 @@ drain_timeout: 5s
 	a1, a2 := freeAddr(t), freeAddr(t)
 	p1 := start(t, nil, "run", "-c", cfg(a1))
 	p2 := start(t, nil, "run", "-c", cfg(a2))
-	eventually(t, 60*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
+	testkit.Eventually(t, 60*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
 	for _, p := range []*proc{p1, p2} {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
@@ -123,7 +124,7 @@ drain_timeout: 2s
 	began := time.Now()
 	p1 := start(t, nil, "run", "-c", cfg(freeAddr(t)))
 	p2 := start(t, nil, "run", "-c", cfg(freeAddr(t)))
-	eventually(t, 60*time.Second, "the tenant's burst delivered", func() bool { return api.Stats().Unique >= burst })
+	testkit.Eventually(t, 60*time.Second, "the tenant's burst delivered", func() bool { return api.Stats().Unique >= burst })
 	time.Sleep(500 * time.Millisecond) // room for any excess to show
 	for _, p := range []*proc{p1, p2} {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)

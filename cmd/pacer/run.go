@@ -226,6 +226,9 @@ func (w *worker) close() {
 // else that changed needs a restart, and is logged as such.
 func (w *worker) reload(e *env, path string) {
 	log := w.log
+	// SIGHUP also lifts a pause the downstream imposed, whatever the file
+	// says (an operator's way out of a hostile Retry-After).
+	w.engine.ClearPause()
 	data, err := readFile(path)
 	if err != nil {
 		log.Error("pacer: reload failed; keeping the current settings", "err", err)
@@ -271,6 +274,7 @@ func (w *worker) reload(e *env, path string) {
 		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
 		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
 		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
+		{"shaping.fairness", w.cfg.Shaping.Fairness, cfg.Shaping.Fairness}, {"shaping.priority", w.cfg.Shaping.Priority, cfg.Shaping.Priority},
 	} {
 		if !reflect.DeepEqual(f.old, f.fresh) {
 			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup) reloads; restart to apply", "changed", f.name)
@@ -439,8 +443,9 @@ func (w *worker) serveAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 		token, _ = w.lookup(tokenEnv)
 	}
 	h := admin.New(admin.Config{
-		Status:   w.status,
-		Gatherer: w.reg,
+		Status:     w.status,
+		Gatherer:   w.reg,
+		ClearPause: func() bool { return w.engine != nil && w.engine.ClearPause() },
 		SetRate: func(r algorithmsRate) error {
 			if err := w.engine.SetRate(r); err != nil {
 				return err

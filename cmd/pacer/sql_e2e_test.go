@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 func sqlConfig(url, stream, driver, dsn, table, admin string) string {
@@ -46,7 +47,7 @@ func runToSQL(t *testing.T, driver, sqlDriver, dsn, table string) {
 	addr := freeAddr(t)
 	cfg := writeFile(t, "sql.yaml", sqlConfig(url, stream, driver, dsn, table, addr))
 	p := start(t, nil, "run", "-c", cfg)
-	eventually(t, 60*time.Second, "all messages acked", func() bool {
+	testkit.Eventually(t, 60*time.Second, "all messages acked", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == n
 	})
@@ -67,8 +68,8 @@ func runToSQL(t *testing.T, driver, sqlDriver, dsn, table string) {
 	}
 }
 
-// TestRunNATSToSQLite is the NATS -> SQL scenario through DESIGN.md's
-// fallback (SQLite), so it runs everywhere.
+// TestRunNATSToSQLite is the NATS -> SQL scenario on the embedded SQL
+// fallback (SQLite, see internal/testenv), so it runs everywhere.
 func TestRunNATSToSQLite(t *testing.T) {
 	dsn := filepath.Join(t.TempDir(), "pacer.db")
 	runToSQL(t, "sqlite", "sqlite", dsn, "pacer_e2e")

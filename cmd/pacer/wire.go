@@ -317,18 +317,31 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 		attempts = -1 // config: 0 retries forever; engine: negative does
 	}
 	a := cfg.Shaping.Adaptive
+	var state pacer.StateStore
+	if dir := cfg.Shaping.StateDir; dir != "" {
+		f, err := pacer.NewFileState(dir)
+		if err != nil {
+			return pacer.Config{}, fmt.Errorf("shaping.state_dir: %w", err)
+		}
+		state = f
+	}
 	return pacer.Config{
-		QueueSize:    cfg.Shaping.QueueSize,
-		MaxInFlight:  cfg.Shaping.MaxInFlight,
-		BatchSize:    cfg.Batching.Size,
-		BatchLinger:  cfg.Batching.Linger.D(),
-		Ordering:     ord,
-		DrainTimeout: cfg.DrainTimeout.D(),
+		State:         state,
+		StateInterval: cfg.Shaping.StateInterval.D(),
+		QueueSize:     cfg.Shaping.QueueSize,
+		MaxInFlight:   cfg.Shaping.MaxInFlight,
+		BatchSize:     cfg.Batching.Size,
+		BatchLinger:   cfg.Batching.Linger.D(),
+		Ordering:      ord,
+		Fairness:      fairness(cfg.Shaping),
+		Priority:      priority(cfg.Shaping),
+		DrainTimeout:  cfg.DrainTimeout.D(),
 		Retry: pacer.RetryConfig{
 			Initial:     cfg.Retry.InitialBackoff.D(),
 			Max:         cfg.Retry.MaxBackoff.D(),
 			MaxAttempts: attempts,
 			MaxTime:     cfg.Retry.MaxTime.D(),
+			MaxPause:    cfg.Retry.MaxPause.D(),
 		},
 		Adaptive: pacer.AdaptiveConfig{
 			Mode:     mode,

@@ -44,8 +44,13 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// SetRate changes the sustained rate (Engine.SetRate).
 	SetRate func(algorithms.Rate) error
-	// Token is the bearer token PUT /rate requires. Empty, or SetRate nil:
-	// PUT /rate answers 404 (off).
+	// ClearPause lifts a pause the downstream imposed (Retry-After, a
+	// spent rate-limit window) and reports whether one was in force
+	// (Engine.ClearPause). POST /resume calls it, with the same token as
+	// PUT /rate; nil: 404.
+	ClearPause func() bool
+	// Token is the bearer token PUT /rate and POST /resume require. Empty,
+	// or SetRate nil: PUT /rate answers 404 (off); likewise POST /resume.
 	Token string
 	// Logger records rate changes and refused attempts (nil: discard).
 	Logger *slog.Logger
@@ -72,6 +77,7 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /status", h.status)
 	h.mux.HandleFunc("PUT /rate", h.putRate)
 	h.mux.HandleFunc("POST /rate", h.putRate)
+	h.mux.HandleFunc("POST /resume", h.resume)
 	if cfg.Gatherer != nil {
 		h.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	} else {
@@ -187,4 +193,23 @@ func (h *Handler) putRate(w http.ResponseWriter, r *http.Request) {
 	h.cfg.Logger.Info("admin: rate changed", "rate", rate.String(), "remote", r.RemoteAddr)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprintf(w, "{\"rate\":%q,\"per_second\":%g}\n", rate.String(), rate.PerSecond())
+}
+
+// resume: POST /resume with "Authorization: Bearer TOKEN" lifts a pause
+// the downstream imposed; it answers {"cleared":true|false}.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Token == "" || h.cfg.ClearPause == nil {
+		text(w, http.StatusNotFound, "admin: POST /resume is off (no token configured)")
+		return
+	}
+	if !h.authorized(r) {
+		h.cfg.Logger.Warn("admin: refused a resume: missing or wrong bearer token", "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pacer"`)
+		text(w, http.StatusUnauthorized, "unauthorized")
+		return
+	}
+	cleared := h.cfg.ClearPause()
+	h.cfg.Logger.Info("admin: resume", "cleared", cleared, "remote", r.RemoteAddr)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, "{\"cleared\":%t}\n", cleared)
 }

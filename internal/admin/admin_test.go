@@ -143,3 +143,32 @@ func TestPutRate(t *testing.T) {
 		t.Errorf("PUT /rate without token configured = %d want 404", code)
 	}
 }
+
+func TestResume(t *testing.T) {
+	paused := true
+	clear := func() bool { was := paused; paused = false; return was }
+	var logs strings.Builder
+	h := New(Config{ClearPause: clear, Token: "s3cr3t-token", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for _, tc := range []struct {
+		name, auth string
+		code       int
+		body       string
+		paused     bool
+	}{
+		{"no token", "", 401, "unauthorized\n", true},
+		{"wrong token", "Bearer nope", 401, "unauthorized\n", true},
+		{"clears", "Bearer s3cr3t-token", 200, "{\"cleared\":true}\n", false},
+		{"nothing to clear", "Bearer s3cr3t-token", 200, "{\"cleared\":false}\n", false},
+	} {
+		code, body, _ := do(t, h, "POST", "/resume", tc.auth, "")
+		if code != tc.code || body != tc.body || paused != tc.paused {
+			t.Errorf("%s: POST /resume = %d %q, paused %v want %d %q, paused %v", tc.name, code, body, paused, tc.code, tc.body, tc.paused)
+		}
+	}
+	if strings.Contains(logs.String(), "s3cr3t") || !strings.Contains(logs.String(), "refused a resume") {
+		t.Errorf("logs: %s", logs.String())
+	}
+	if code, _, _ := do(t, New(Config{ClearPause: clear}), "POST", "/resume", "Bearer ", ""); code != 404 {
+		t.Errorf("POST /resume without a token configured = %d want 404", code)
+	}
+}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -222,20 +223,16 @@ func (w *worker) status() (status, bool) {
 	return st, json.NewDecoder(res.Body).Decode(&st) == nil
 }
 
-// eventually polls cond every 50ms until it holds or d passes (a liveness
-// bound, not a timing assertion).
+// eventually is testkit.Eventually that also fails at once, with the
+// worker's output, when a pacer started by this test exited on its own.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
+	testkit.Eventually(t, d, what, func() bool {
 		if w := died(t); w != nil {
 			t.Fatalf("waiting for %s: pacer (pid %d) exited on its own with code %d:\n%s", what, w.cmd.Process.Pid, w.code, tail(w.logs(), 4000))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 // freeAddr is a free 127.0.0.1 host:port.

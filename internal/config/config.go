@@ -9,7 +9,11 @@
 // DSNs) are typed Secret and never print.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
 
 // Config is the whole configuration of one pacer worker.
 type Config struct {
@@ -138,11 +142,22 @@ type Shaping struct {
 	StartEmpty bool `yaml:"start_empty" json:"start_empty"`
 	// Warmup ramps the rate linearly from a tenth to rate over this long
 	// after start-up (0: no ramp).
-	Warmup   Duration `yaml:"warmup" json:"warmup"`
-	PerKey   PerKey   `yaml:"per_key" json:"per_key"`
-	Quotas   []Quota  `yaml:"quotas" json:"quotas"`
-	Global   Global   `yaml:"global" json:"global"`
-	Adaptive Adaptive `yaml:"adaptive" json:"adaptive"`
+	Warmup Duration `yaml:"warmup" json:"warmup"`
+	// StateDir, when set, keeps the token bucket and peak pacer across
+	// restarts in StateDir/shaper.json (one worker per directory): saved
+	// every StateInterval and on a clean stop, restored at start-up, so a
+	// restarted worker never spends a second burst. With a StateDir but no
+	// saved state yet, the bucket starts empty.
+	StateDir string `yaml:"state_dir" json:"state_dir"`
+	// StateInterval is how often the state is saved (default 250ms).
+	StateInterval Duration `yaml:"state_interval" json:"state_interval"`
+	PerKey        PerKey   `yaml:"per_key" json:"per_key"`
+	Quotas        []Quota  `yaml:"quotas" json:"quotas"`
+	Global        Global   `yaml:"global" json:"global"`
+	Adaptive      Adaptive `yaml:"adaptive" json:"adaptive"`
+	// Fairness and Priority order the waiting messages (see fairness.go).
+	Fairness Fairness `yaml:"fairness" json:"fairness"`
+	Priority Priority `yaml:"priority" json:"priority"`
 }
 
 // PerKey limits each message key separately (enabled when rate is set).
@@ -211,7 +226,10 @@ type GlobalPerKey struct {
 // ceiling) from the downstream's feedback (429, 503, Retry-After, latency).
 // Retry-After and RateLimit headers are honoured even when mode is off.
 type Adaptive struct {
-	// Mode: "off" (default), "aimd" or "pid".
+	// Mode: "auto" (default: find and hold the downstream's real limit,
+	// from its rate-limit headers or from what it accepted before a 429),
+	// "off" (pin shaping.rate), "aimd" or "pid" (PID is not sound on a
+	// 429 signal; prefer auto).
 	Mode string `yaml:"mode" json:"mode"`
 	// Min is the floor (default: 1% of shaping.rate).
 	Min Rate `yaml:"min" json:"min"`
@@ -299,6 +317,10 @@ type Retry struct {
 	// MaxTime gives up (dead-letters) this long after the first attempt;
 	// 0: no limit.
 	MaxTime Duration `yaml:"max_time" json:"max_time"`
+	// MaxPause caps every wait the downstream imposes (Retry-After, a
+	// spent rate-limit window); a longer one is cut to it with a WARN.
+	// max_time, when set, caps them too. Default 5m.
+	MaxPause Duration `yaml:"max_pause" json:"max_pause"`
 }
 
 // Batching groups admitted messages into one Deliver call (1: no batching).
@@ -355,7 +377,8 @@ func Default() Config {
 			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
-			Adaptive: Adaptive{Mode: "off", Decrease: 0.5, Interval: Duration(time.Second)},
+			Adaptive: Adaptive{Mode: "auto", Decrease: 0.5, Interval: Duration(time.Second)},
+			Fairness: Fairness{Key: "key", MaxShare: 0.5},
 		},
 		Sink: Sink{
 			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},
@@ -367,6 +390,7 @@ func Default() Config {
 			MaxAttempts:    10,
 			InitialBackoff: Duration(100 * time.Millisecond),
 			MaxBackoff:     Duration(30 * time.Second),
+			MaxPause:       Duration(pacer.DefaultMaxPause),
 		},
 		Ordering:     "none",
 		Batching:     Batching{Size: 1},

@@ -84,6 +84,7 @@ func (c *Config) Summary() string {
 			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
 		}
 	}
+	s.fairnessSummary(&b)
 	if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()
 		if s.Adaptive.Min.IsZero() {

@@ -16,6 +16,7 @@ func (c *Config) Validate() Problems {
 	v := validator{c: c}
 	v.source()
 	v.shaping()
+	v.fairness()
 	v.sink()
 	v.deadLetter()
 	v.misc()
@@ -269,7 +270,7 @@ func (v *validator) shaping() {
 		v.add("shaping.global.redis_url", "missing: a global limit needs redis_url")
 	}
 	a := s.Adaptive
-	if v.oneOf("shaping.adaptive.mode", a.Mode, "off", "aimd", "pid") && a.Mode != "off" {
+	if v.oneOf("shaping.adaptive.mode", a.Mode, "auto", "off", "aimd", "pid") && a.Mode != "off" {
 		if !a.Min.IsZero() && !s.Rate.IsZero() && a.Min.PerSecond() > s.Rate.PerSecond() {
 			v.add("shaping.adaptive.min", "min %s is above shaping.rate %s (the rate is the ceiling adaptive control moves under)", a.Min, s.Rate)
 		}
@@ -379,6 +380,9 @@ func (v *validator) misc() {
 	if r.MaxBackoff < r.InitialBackoff {
 		v.add("retry.max_backoff", "max_backoff %v is below initial_backoff %v", r.MaxBackoff, r.InitialBackoff)
 	}
+	if r.MaxPause < 0 {
+		v.add("retry.max_pause", "must be >= 0, got %v", r.MaxPause)
+	}
 	v.oneOf("ordering", c.Ordering, "none", "key")
 	v.positive("batching.size", c.Batching.Size)
 	if c.Batching.Size > c.Shaping.QueueSize && c.Shaping.QueueSize > 0 {
@@ -407,6 +411,9 @@ func (v *validator) misc() {
 	v.oneOf("log.format", c.Log.Format, "text", "json")
 	if c.DrainTimeout <= 0 {
 		v.add("drain_timeout", "must be > 0")
+	}
+	if c.Shaping.StateInterval < 0 {
+		v.add("shaping.state_interval", "must be >= 0")
 	}
 }
 

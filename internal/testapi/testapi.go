@@ -105,10 +105,51 @@ type Config struct {
 	// requests (a long-running demo server); counters still count all.
 	// PeakInWindow then sees only the kept records.
 	MaxRecords int
+	// Limiter is how the API counts: LimiterBucket (the default, a token
+	// bucket of Rate and Burst), LimiterFixedWindow (Rate*Window requests
+	// per window aligned to the Unix epoch) or LimiterSlidingWindow (at
+	// most Rate*Window requests in any trailing Window).
+	Limiter Limiter
+	// Headers selects the rate-limit headers sent (HeadersAll by default).
+	// A 429 always carries Retry-After in whole seconds, rounded up.
+	Headers Headers
 }
+
+// Limiter is the API's counting scheme; see Config.Limiter.
+type Limiter uint8
+
+const (
+	LimiterBucket Limiter = iota
+	LimiterFixedWindow
+	LimiterSlidingWindow
+)
+
+// Headers selects which rate-limit headers an API sends.
+type Headers uint8
+
+const (
+	// HeadersAll: IETF RateLimit/RateLimit-Policy and X-RateLimit-* with
+	// a delta-seconds reset.
+	HeadersAll Headers = iota
+	// HeadersNone: no rate-limit headers; a 429 says only Retry-After.
+	HeadersNone
+	// HeadersXEpoch: X-RateLimit-Limit/Remaining and X-RateLimit-Reset as
+	// a Unix time in seconds (GitHub style).
+	HeadersXEpoch
+	// HeadersXEpochMillis: as HeadersXEpoch with the reset in Unix
+	// milliseconds (as some APIs send).
+	HeadersXEpochMillis
+	// HeadersIETF: only RateLimit and RateLimit-Policy (delta seconds,
+	// rounded up).
+	HeadersIETF
+)
 
 // Request is the record of one accepted request.
 type Request struct {
+	// Arrived is when the handler started on the request (its headers had
+	// been read), before the body, the bucket, latency or faults: what the
+	// envelope checks measure. Time is when it was accepted.
+	Arrived        time.Time
 	Time           time.Time
 	Method         string
 	Path           string
@@ -150,6 +191,9 @@ type API struct {
 	stats     Stats
 	inflight  int
 	maxInFlit int
+	window    windowCounter
+	throttled []time.Time // arrival times of 429 answers
+	others    int         // accepted requests spent by Spend (another client)
 }
 
 // NewHandler returns the API as an http.Handler without starting a server.
@@ -272,8 +316,9 @@ func (a *API) SetLatency(d time.Duration) {
 	a.mu.Unlock()
 }
 
-// SetRate changes the bucket's rate (requests/s, <= 0 unlimited) and burst
-// (< 1: max(1, ceil(r))) from now on.
+// SetRate changes the limit (requests/s, <= 0 unlimited) and the bucket's
+// burst (< 1: max(1, ceil(r))) from now on; a window limiter takes the new
+// quota from its next window on.
 func (a *API) SetRate(r float64, burst int) {
 	a.mu.Lock()
 	now := a.now()
@@ -321,6 +366,8 @@ func (a *API) Reset() {
 	a.keys = make(map[string]int)
 	a.stats = Stats{}
 	a.maxInFlit = 0
+	a.throttled = nil
+	a.others = 0
 	a.mu.Unlock()
 }
 
@@ -360,6 +407,7 @@ func PeakInWindow(times []time.Time, w time.Duration) int {
 const maxBody = 8 << 20
 
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := a.now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		http.Error(w, "testapi: reading body: "+err.Error(), http.StatusBadRequest)
@@ -374,8 +422,18 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	cfg := a.cfg
 	limited := cfg.Rate > 0
-	ok := a.lim.AllowN(now, 1)
-	tokens := a.lim.TokensAt(now)
+	var ok bool
+	var tokens float64
+	var wb windowBudget
+	if cfg.Limiter == LimiterBucket {
+		ok = a.lim.AllowN(now, 1)
+		tokens = a.lim.TokensAt(now)
+	} else {
+		ok, wb = a.window.allow(now, cfg)
+	}
+	if !ok {
+		a.throttled = append(a.throttled, now)
+	}
 	var fail Failure
 	if ok {
 		switch {
@@ -404,11 +462,19 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.mu.Unlock()
 	}()
 
-	if limited {
+	if limited && cfg.Limiter == LimiterBucket && cfg.Headers == HeadersAll {
 		setRateLimitHeaders(w.Header(), cfg, tokens, !ok)
+	} else if limited && cfg.Limiter != LimiterBucket {
+		wb.write(w.Header(), cfg, now)
 	}
 	if !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(untilToken(tokens, cfg.Rate)))
+		retry := 0
+		if cfg.Limiter == LimiterBucket {
+			retry = untilToken(tokens, cfg.Rate)
+		} else {
+			retry = ceilSeconds(wb.free.Sub(now))
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate limited"})
 		return
 	}
@@ -458,7 +524,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get(a.idemKey)
 	a.mu.Lock()
 	rec := Request{
-		Time: a.now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(),
+		Arrived: arrived, Time: a.now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(),
 		IdempotencyKey: key, Body: body,
 	}
 	a.stats.Accepted++

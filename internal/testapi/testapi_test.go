@@ -7,33 +7,20 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is a manual clock for the bucket.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func start(t *testing.T, cfg Config) (*Server, *clock) {
+func start(t *testing.T, cfg Config) (*Server, *testkit.Clock) {
 	t.Helper()
-	c := &clock{t: t0}
+	c := testkit.NewClock(t0)
 	if cfg.Now == nil {
 		cfg.Now = c.Now
 	}

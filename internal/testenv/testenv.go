@@ -1,5 +1,5 @@
-// Package testenv hands tests a real broker or service, in the order
-// DESIGN.md's testing model gives:
+// Package testenv owns how tests get a real broker or service (Kafka, NATS
+// JetStream, PostgreSQL, Redis) and a free port. It tries, in order:
 //
 //  1. an address from the environment (PACER_TEST_KAFKA_BROKERS,
 //     PACER_TEST_NATS_URL, PACER_TEST_POSTGRES_DSN, PACER_TEST_REDIS_URL);

@@ -1,8 +1,10 @@
 package httpsink
 
 import (
+	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,9 +68,8 @@ func parseInt(s string) (int64, bool) {
 	return parseDelta(s)
 }
 
-// epochThreshold separates X-RateLimit-Reset values that are Unix times
-// (GitHub, Twitter) from those that are delta-seconds: no window lasts
-// longer than ~30 years.
+// epochThreshold bounds X-RateLimit-Reset values read as delta-seconds
+// (~31 years); larger values must be Unix times near now.
 const epochThreshold = 1_000_000_000
 
 // ParseRateLimit reads a response's rate-limit headers into a
@@ -81,8 +82,12 @@ const epochThreshold = 1_000_000_000
 //     `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, and
 //     `RateLimit-Policy: 100;w=60`;
 //   - the common `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
-//     `X-RateLimit-Reset` (delta-seconds, or a Unix time, read relative to
-//     now, when it is larger than 1e9).
+//     `X-RateLimit-Reset`: a Unix time in seconds or in milliseconds when
+//     it is within a year of now, delta-seconds below 1e9, otherwise
+//     ignored with a Warning naming it. An absolute reset is kept
+//     exactly in ResetAt (a whole-second Unix time does not cost a second
+//     per window); Header names the header and value it came from. The
+//     engine caps whatever wait results (RetryConfig.MaxPause).
 //
 // When a header lists several policies, the most restrictive (least
 // remaining) wins. ok is false when no rate-limit header was understood.
@@ -108,6 +113,7 @@ func ParseRateLimit(h http.Header, now time.Time) (info pacer.RateLimitInfo, ok 
 					info.Remaining, ok = max(n, 0), true
 				case "reset":
 					info.Reset, ok = secs(n), true
+					info.Header = "RateLimit: reset=" + m.dictVal
 				}
 				continue
 			}
@@ -123,6 +129,7 @@ func ParseRateLimit(h http.Header, now time.Time) (info pacer.RateLimitInfo, ok 
 			policyName = m.item
 			if t, tok := m.param("t"); tok {
 				info.Reset = secs(t)
+				info.Header = fmt.Sprintf("RateLimit: %q;r=%d;t=%d", m.item, best, t)
 			} else {
 				info.Reset = 0
 			}
@@ -163,12 +170,26 @@ func ParseRateLimit(h http.Header, now time.Time) (info pacer.RateLimitInfo, ok 
 				info.Remaining, ok = max(n, 0), true
 			}
 		}
-		if info.Reset == 0 {
-			if n, nok := leadingInt(h.Get(prefix + "Reset")); nok {
-				if prefix == "X-RateLimit-" && n > epochThreshold {
-					n -= now.Unix()
+		if info.Reset == 0 && info.ResetAt.IsZero() {
+			raw := h.Get(prefix + "Reset")
+			if n, nok := leadingInt64(raw); nok {
+				ok = true
+				info.Header = prefix + "Reset: " + strings.TrimSpace(raw)
+				switch kind := resetKind(n, now); {
+				case prefix != "X-RateLimit-" || kind == resetDelta:
+					info.Reset = secs(n)
+				case kind == resetUnix:
+					info.ResetAt = time.Unix(n, 0).UTC()
+					info.Reset = max(0, info.ResetAt.Sub(now))
+				case kind == resetUnixMillis:
+					info.ResetAt = time.UnixMilli(n).UTC()
+					info.Reset = max(0, info.ResetAt.Sub(now))
+				default:
+					info.Warning = info.Header + " is neither delta-seconds nor a Unix time (seconds or milliseconds) within a year of now; ignored"
 				}
-				info.Reset, ok = secs(n), true
+				if !info.ResetAt.IsZero() && info.Reset == 0 {
+					info.ResetAt = time.Time{} // already past: unknown
+				}
 			}
 		}
 	}
@@ -199,6 +220,55 @@ func leadingInt(v string) (int64, bool) {
 		return 0, false
 	}
 	return parseInt(v[:end])
+}
+
+type resetForm uint8
+
+const (
+	resetDelta resetForm = iota
+	resetUnix
+	resetUnixMillis
+	resetNonsense
+)
+
+// year bounds how far from now an absolute reset may be.
+const year = 365 * 24 * 3600
+
+// resetKind tells how to read an X-RateLimit-Reset value n at now: a Unix
+// time (seconds or milliseconds) within a year of now, else delta-seconds
+// below 1e9 (~31 years; the engine caps the wait), else nonsense.
+func resetKind(n int64, now time.Time) resetForm {
+	s := now.Unix()
+	switch {
+	case n > s-year && n < s+year:
+		return resetUnix
+	case n/1000 > s-year && n/1000 < s+year:
+		return resetUnixMillis
+	case n >= 0 && n < epochThreshold:
+		return resetDelta
+	}
+	return resetNonsense
+}
+
+// leadingInt64 is leadingInt saturating at the int64 range rather than at
+// maxSeconds: a reset may be a Unix time in milliseconds.
+func leadingInt64(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	end := 0
+	if end < len(v) && v[0] == '-' {
+		end = 1
+	}
+	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
+		end++
+	}
+	if end == 0 || (end == 1 && v[0] == '-') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v[:end], 10, 64)
+	if err != nil { // out of range: saturated by ParseInt
+		return n, true
+	}
+	return n, true
 }
 
 // sfMember is one member of a loosely parsed structured-field list

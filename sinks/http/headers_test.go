@@ -71,8 +71,18 @@ func TestParseRateLimit(t *testing.T) {
 		}, pacer.RateLimitInfo{Limit: 60, Remaining: 59, Reset: 42 * time.Second}, true},
 		{"x-ratelimit epoch", map[string]string{
 			"X-RateLimit-Limit": "5000, 5000;w=3600", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000120",
-		}, pacer.RateLimitInfo{Limit: 5000, Remaining: 0, Reset: 2 * time.Minute}, true},
-		{"x-ratelimit epoch in the past", map[string]string{"X-RateLimit-Reset": "1600000000"},
+		}, pacer.RateLimitInfo{Limit: 5000, Remaining: 0, Reset: 2 * time.Minute, ResetAt: time.Unix(1700000120, 0).UTC()}, true},
+		{"x-ratelimit epoch, sub-second exact", map[string]string{"X-RateLimit-Remaining": "7", "X-RateLimit-Reset": "1700000001"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: 7, Reset: time.Second, ResetAt: time.Unix(1700000001, 0).UTC()}, true},
+		{"x-ratelimit epoch milliseconds", map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000000250"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: 0, Reset: 250 * time.Millisecond, ResetAt: time.UnixMilli(1700000000250).UTC()}, true},
+		{"x-ratelimit 1e9: 31 years or 2001, both nonsense", map[string]string{"X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "1000000000"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: 1, Warning: "X-RateLimit-Reset: 1000000000 is neither delta-seconds nor a Unix time (seconds or milliseconds) within a year of now; ignored"}, true},
+		{"x-ratelimit overflow saturates (epoch ms, year 292278994)", map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "99999999999999999999"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: 0, Warning: "X-RateLimit-Reset: 99999999999999999999 is neither delta-seconds nor a Unix time (seconds or milliseconds) within a year of now; ignored"}, true},
+		{"x-ratelimit epoch years in the past", map[string]string{"X-RateLimit-Reset": "1600000000"},
+			pacer.RateLimitInfo{Limit: -1, Remaining: -1, Warning: "X-RateLimit-Reset: 1600000000 is neither delta-seconds nor a Unix time (seconds or milliseconds) within a year of now; ignored"}, true},
+		{"x-ratelimit epoch just past", map[string]string{"X-RateLimit-Reset": "1699999990"},
 			pacer.RateLimitInfo{Limit: -1, Remaining: -1}, true},
 		{"garbage", map[string]string{
 			"RateLimit": `;;;,,"`, "RateLimit-Policy": `"x`, "X-RateLimit-Limit": "lots",
@@ -89,8 +99,31 @@ func TestParseRateLimit(t *testing.T) {
 			h.Set(k, v)
 		}
 		got, ok := ParseRateLimit(h, now)
+		got.Header = "" // checked in TestParseRateLimitNamesHeader
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("%s: ParseRateLimit = %+v, %v want %+v, %v", tt.name, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestParseRateLimitNamesHeader(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	tests := []struct {
+		h    map[string]string
+		want string
+	}{
+		{map[string]string{"X-RateLimit-Reset": " 1700000000250 "}, "X-RateLimit-Reset: 1700000000250"},
+		{map[string]string{"RateLimit-Reset": "5"}, "RateLimit-Reset: 5"},
+		{map[string]string{"RateLimit": `"a";r=0;t=86400`}, `RateLimit: "a";r=0;t=86400`},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.h {
+			h.Set(k, v)
+		}
+		got, _ := ParseRateLimit(h, now)
+		if got.Header != tt.want {
+			t.Errorf("ParseRateLimit(%v).Header = %q want %q", tt.h, got.Header, tt.want)
 		}
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sinks/sinktest"
 )
@@ -78,19 +78,6 @@ func harness(batch bool) sinktest.Harness {
 
 func TestConformance(t *testing.T)        { sinktest.Run(t, harness(false)) }
 func TestConformanceBatched(t *testing.T) { sinktest.Run(t, harness(true)) }
-
-// clock is a manual clock shared by a test API and a sink.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -170,7 +157,7 @@ func TestClassifyStatus(t *testing.T) {
 }
 
 func TestThrottleFeedbackAndStop(t *testing.T) {
-	c := &clock{t: t0}
+	c := testkit.NewClock(t0)
 	api := newAPI(t, testapi.Config{Rate: 2, Burst: 2, Now: c.Now})
 	s := newSink(t, Config{URL: api.URL(), Now: c.Now})
 	msgs := []*pacer.Message{msg("a", "1"), msg("b", "2"), msg("c", "3"), msg("d", "4"), msg("e", "5")}
@@ -191,7 +178,7 @@ func TestThrottleFeedbackAndStop(t *testing.T) {
 	if !fb.Throttled || fb.Status != 429 || fb.RetryAfter != time.Second {
 		t.Errorf("Feedback = %+v", fb)
 	}
-	want429 := pacer.RateLimitInfo{Limit: 2, Remaining: 0, Reset: time.Second, Window: time.Second}
+	want429 := pacer.RateLimitInfo{Limit: 2, Remaining: 0, Reset: time.Second, Window: time.Second, Header: `RateLimit: "bucket";r=0;t=1`}
 	if fb.RateLimit == nil || *fb.RateLimit != want429 {
 		t.Errorf("Feedback.RateLimit = %+v want %+v", fb.RateLimit, want429)
 	}
@@ -211,7 +198,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	if r.Outcome != pacer.Retry || r.RetryAfter != 90*time.Second {
 		t.Errorf("result = %+v want Retry after 90s", r)
 	}
-	want := pacer.RateLimitInfo{Limit: 100, Remaining: 0, Reset: 90 * time.Second}
+	want := pacer.RateLimitInfo{Limit: 100, Remaining: 0, Reset: 90 * time.Second, ResetAt: t0.Add(90 * time.Second), Header: "X-RateLimit-Reset: 1772366490"}
 	if !fb.Throttled || fb.RateLimit == nil || *fb.RateLimit != want {
 		t.Errorf("Feedback = %+v, RateLimit %+v want %+v", fb, fb.RateLimit, want)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
 	"github.com/pacer-dev/pacer/sources/sourcetest"
@@ -61,7 +62,7 @@ func TestInFlightCapPerPartition(t *testing.T) {
 		return nil
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(held) }
-	sourcetest.WaitFor(t, "6 messages (3 per partition)", func() bool { return count() >= 6 })
+	testkit.Eventually(t, 30*time.Second, "6 messages (3 per partition)", func() bool { return count() >= 6 })
 	time.Sleep(300 * time.Millisecond) // window for an uncapped source to overrun (can only hide a bug)
 	mu.Lock()
 	for p, n := range perPart {
@@ -76,7 +77,7 @@ func TestInFlightCapPerPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sourcetest.WaitFor(t, "more after settling", func() bool { return count() > len(batch) })
+	testkit.Eventually(t, 30*time.Second, "more after settling", func() bool { return count() > len(batch) })
 }
 
 // TestBrokerRestart: the in-process broker goes down mid-stream and comes
@@ -103,7 +104,7 @@ func TestBrokerRestart(t *testing.T) {
 		return m.Acker.Ack(ctx)
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	sourcetest.WaitFor(t, "the first 50", func() bool { return count() >= 50 })
+	testkit.Eventually(t, 30*time.Second, "the first 50", func() bool { return count() >= 50 })
 	if err := k.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestBrokerRestart(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	sourcetest.WaitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+	testkit.Eventually(t, 30*time.Second, "all 100 after the restart", func() bool { return count() >= 100 })
 }
 
 func TestDeadLetter(t *testing.T) {
@@ -195,7 +196,7 @@ func TestSASL(t *testing.T) {
 			}
 			var got atomic.Int64
 			sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
-			sourcetest.WaitFor(t, "the message over "+mech, func() bool { return got.Load() == 1 })
+			testkit.Eventually(t, 30*time.Second, "the message over "+mech, func() bool { return got.Load() == 1 })
 
 			bad := client
 			bad.SASL.Password = "wrong"
@@ -335,7 +336,7 @@ func TestLateAcksAfterRevokeIgnored(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})
-	sourcetest.WaitFor(t, "20 held at a", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 20 })
+	testkit.Eventually(t, 30*time.Second, "20 held at a", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 20 })
 	stopA()
 	for _, m := range held {
 		if err := m.Acker.Ack(context.Background()); err != nil {
@@ -353,5 +354,5 @@ func TestLateAcksAfterRevokeIgnored(t *testing.T) {
 		mu.Unlock()
 		return m.Acker.Ack(ctx)
 	})
-	sourcetest.WaitFor(t, "all 20 again at b", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 20 })
+	testkit.Eventually(t, 30*time.Second, "all 20 again at b", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 20 })
 }

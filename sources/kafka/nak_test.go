@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
 )
@@ -48,7 +49,7 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 		}
 		return m.Acker.Ack(ctx)
 	})
-	sourcetest.WaitFor(t, "every message handed over, the Nak'ed ones three times", func() bool {
+	testkit.Eventually(t, 30*time.Second, "every message handed over, the Nak'ed ones three times", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == n && len(seen[2]) == 3 && len(seen[3]) == 3
@@ -69,7 +70,7 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	sourcetest.WaitFor(t, "the group's offset committed to the end", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the group's offset committed to the end", func() bool {
 		return committed(t, brokers, topic, topic, 0) == n
 	})
 }
@@ -103,7 +104,7 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 		}
 		return m.Acker.Ack(ctx)
 	})
-	sourcetest.WaitFor(t, "5 at a", func() bool { mu.Lock(); defer mu.Unlock(); return atA == 5 })
+	testkit.Eventually(t, 30*time.Second, "5 at a", func() bool { mu.Lock(); defer mu.Unlock(); return atA == 5 })
 	rv, ok := held[0].Acker.(pacer.Revocable)
 	if !ok {
 		t.Fatal("the Kafka Acker does not implement pacer.Revocable")
@@ -131,7 +132,7 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 		mu.Unlock()
 		return m.Acker.Ack(ctx)
 	})
-	sourcetest.WaitFor(t, "all 5 again at b (nothing committed past offset 0)", func() bool {
+	testkit.Eventually(t, 30*time.Second, "all 5 again at b (nothing committed past offset 0)", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(atB) == 5

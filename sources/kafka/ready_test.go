@@ -8,6 +8,7 @@ import (
 	"github.com/pacer-dev/pacer/sources/sourcetest"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
 )
@@ -30,13 +31,13 @@ func TestReadyFollowsGroupSession(t *testing.T) {
 		t.Error("Ready before Run = nil, want not consuming")
 	}
 	stop := sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { return m.Acker.Ack(ctx) })
-	sourcetest.WaitFor(t, "ready once the group is joined", func() bool { return s.Ready(ctx) == nil })
+	testkit.Eventually(t, 30*time.Second, "ready once the group is joined", func() bool { return s.Ready(ctx) == nil })
 	k.Stop()
-	sourcetest.WaitFor(t, "not ready while the broker is down", func() bool { return s.Ready(ctx) != nil })
+	testkit.Eventually(t, 30*time.Second, "not ready while the broker is down", func() bool { return s.Ready(ctx) != nil })
 	if err := k.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	sourcetest.WaitFor(t, "ready after the broker restarts", func() bool { return s.Ready(ctx) == nil })
+	testkit.Eventually(t, 30*time.Second, "ready after the broker restarts", func() bool { return s.Ready(ctx) == nil })
 	stop()
 	if err := s.Ready(ctx); err == nil {
 		t.Error("Ready after Run returned = nil")

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	pnats "github.com/pacer-dev/pacer/sources/nats"
 )
@@ -54,7 +55,7 @@ func TestFetchIsBounded(t *testing.T) {
 		}
 		return m.Acker.Ack(ctx)
 	})
-	sourcetest.WaitFor(t, "the first message", func() bool { return got.Load() >= 1 })
+	testkit.Eventually(t, 30*time.Second, "the first message", func() bool { return got.Load() >= 1 })
 	time.Sleep(400 * time.Millisecond) // window for a prefetching source to over-fetch (can only hide a bug)
 	cons, err := js.Consumer(context.Background(), name, "c")
 	if err != nil {
@@ -73,7 +74,7 @@ func TestFetchIsBounded(t *testing.T) {
 		t.Fatalf("Outstanding() = %d want <= %d", n, limit)
 	}
 	close(release)
-	sourcetest.WaitFor(t, "all 200", func() bool { return got.Load() >= 200 })
+	testkit.Eventually(t, 30*time.Second, "all 200", func() bool { return got.Load() >= 200 })
 }
 
 // TestInProgressKeepsHeldMessages: a message held longer than AckWait by a
@@ -96,7 +97,7 @@ func TestInProgressKeepsHeldMessages(t *testing.T) {
 		return nil
 	})
 	publishN(t, js, name+".in", 0, 1)
-	sourcetest.WaitFor(t, "the message at a", func() bool { return held.Load() != nil })
+	testkit.Eventually(t, 30*time.Second, "the message at a", func() bool { return held.Load() != nil })
 
 	b := newSrc()
 	var bGot atomic.Int64
@@ -140,7 +141,7 @@ func TestBindExisting(t *testing.T) {
 		got.Add(1)
 		return m.Acker.Term(ctx, "test")
 	})
-	sourcetest.WaitFor(t, "10 messages", func() bool { return got.Load() >= 10 })
+	testkit.Eventually(t, 30*time.Second, "10 messages", func() bool { return got.Load() >= 10 })
 }
 
 // TestReconnect: the in-process server restarts mid-stream; nothing is lost.
@@ -164,7 +165,7 @@ func TestReconnect(t *testing.T) {
 		return m.Acker.Ack(ctx)
 	})
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	sourcetest.WaitFor(t, "20 messages", func() bool { return count() >= 20 })
+	testkit.Eventually(t, 30*time.Second, "20 messages", func() bool { return count() >= 20 })
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestReconnect(t *testing.T) {
 	nc2, js2 := connect(t, srv.URL())
 	_ = nc2
 	publishN(t, js2, name+".in", 50, 50)
-	sourcetest.WaitFor(t, "all 100 after the restart", func() bool { return count() >= 100 })
+	testkit.Eventually(t, 30*time.Second, "all 100 after the restart", func() bool { return count() >= 100 })
 	t.Logf("delivered %d, InProgress %d", s.Delivered(), s.InProgressSent())
 }
 

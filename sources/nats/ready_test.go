@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/pacer-dev/pacer/sources/sourcetest"
+	"time"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	pnats "github.com/pacer-dev/pacer/sources/nats"
 )
@@ -30,19 +30,19 @@ func TestReadyFollowsConnection(t *testing.T) {
 	go func() {
 		done <- s.Run(runCtx, func(context.Context, *pacer.Message) error { return nil })
 	}()
-	sourcetest.WaitFor(t, "ready after Run connects", func() bool { return s.Ready(ctx) == nil })
+	testkit.Eventually(t, 30*time.Second, "ready after Run connects", func() bool { return s.Ready(ctx) == nil })
 	if !srv.CanRestart() {
 		t.Skipf("NATS backend %q cannot be restarted: the outage half is not run", srv.Backend())
 	}
 	srv.Shutdown()
-	sourcetest.WaitFor(t, "not ready while the server is down", func() bool {
+	testkit.Eventually(t, 30*time.Second, "not ready while the server is down", func() bool {
 		err := s.Ready(ctx)
 		return err != nil && strings.Contains(err.Error(), "connection")
 	})
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	sourcetest.WaitFor(t, "ready after the server restarts", func() bool { return s.Ready(ctx) == nil })
+	testkit.Eventually(t, 30*time.Second, "ready after the server restarts", func() bool { return s.Ready(ctx) == nil })
 	cancel()
 	<-done
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/pacer-dev/pacer/sources/sourcetest"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	pnats "github.com/pacer-dev/pacer/sources/nats"
 )
@@ -29,7 +30,7 @@ func TestTermStopsRedelivery(t *testing.T) {
 		return m.Acker.Term(ctx, "rejected by sink: 400 (test)")
 	})
 	publishN(t, js, name+".in", 0, 1)
-	sourcetest.WaitFor(t, "the first delivery", func() bool { return got.Load() >= 1 })
+	testkit.Eventually(t, 30*time.Second, "the first delivery", func() bool { return got.Load() >= 1 })
 	time.Sleep(3 * ackWait) // the server's redelivery clock, not ours
 	if n := got.Load(); n != 1 {
 		t.Fatalf("a terminated message was delivered %d times; want 1 (server %s)", n, nc.ConnectedServerVersion())

@@ -36,16 +36,3 @@ func RunSource(t *testing.T, s pacer.Source, deliver func(context.Context, *pace
 	t.Cleanup(stop)
 	return stop
 }
-
-// WaitFor polls cond until it holds, failing t after 30 s. It waits on a
-// real broker's progress; it is never used to time logic.
-func WaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

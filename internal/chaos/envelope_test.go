@@ -1,0 +1,90 @@
+package chaos
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// Scenario: the envelope as the API sees it across a SIGKILL and a
+// restart. The worker keeps its bucket in shaping.state_dir, so the
+// restarted process does not spend a second burst: the arrivals at the API
+// over the whole run stay within r(t2-t1) + b + 2 and p(t2-t1) + 1 + 2
+// (2: arrival jitter on a shared machine; the admitted stream itself is
+// exact).
+
+// A low rate against a large burst: the restart (about a second) refills
+// only part of the bucket, so a worker that forgot it would burst anew.
+const (
+	envRate, envBurst, envPeak = 20, 50, 200
+	envMessages                = 250
+	envKillAfter               = 150
+)
+
+func envShaping(stateDir string) string {
+	return fmt.Sprintf(`rate: %d/s
+burst: %d
+peak: %d/s
+max_in_flight: 16
+state_dir: %s`, envRate, envBurst, envPeak, stateDir)
+}
+
+// checkArrivals fails when the API's arrivals go beyond either envelope by
+// more than slack, and logs both figures.
+func checkArrivals(t *testing.T, api *testapi.Server, rate, burst, peak, slack float64) {
+	t.Helper()
+	tb := api.Envelope(rate, burst)
+	t.Logf("RESULT arrivals=%d token-bucket excess %v", len(api.Arrivals()), tb)
+	if tb.Messages > slack {
+		t.Errorf("arrivals exceed r(t2-t1)+b by %.2f messages (> %v): %v", tb.Messages, slack, tb)
+	}
+	if peak > 0 {
+		pk := api.Envelope(peak, 1)
+		t.Logf("RESULT peak excess %v, shortest gap %v", pk, testapi.MinGap(api.Arrivals()))
+		if pk.Messages > slack {
+			t.Errorf("arrivals exceed p(t2-t1)+1 by %.2f messages (> %v): %v", pk.Messages, slack, pk)
+		}
+	}
+}
+
+// TestKillRestartEnvelopeNATS: SIGKILL after envKillAfter deliveries, an
+// immediate restart, and the rest of the backlog.
+func TestKillRestartEnvelopeNATS(t *testing.T) {
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	publishNATS(t, js, stream+".in", 0, envMessages)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", envShaping(t.TempDir()), ""))
+
+	w := startWorker(t, cfg, "")
+	eventually(t, 60*time.Second, "the first deliveries", func() bool {
+		return count(api.Accepted()).unique >= envKillAfter
+	})
+	w.kill()
+	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
+	w = startWorker(t, cfg, "")
+	eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
+		return count(api.Accepted()).unique >= envMessages
+	})
+	if code := w.stop(t); code != 0 {
+		t.Errorf("SIGTERM: exit %d want 0", code)
+	}
+	checkArrivals(t, api, envRate, envBurst, envPeak, 2)
+	t.Logf("RESULT restart gap (longest between two arrivals) %v", longestGap(api.Arrivals()))
+}
+
+// longestGap is the longest time between two consecutive arrivals.
+func longestGap(ts []time.Time) time.Duration {
+	ts = slices.Clone(ts)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	var g time.Duration
+	for i := 1; i < len(ts); i++ {
+		g = max(g, ts[i].Sub(ts[i-1]))
+	}
+	return g
+}

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const fairYAML = `
+  fairness:
+    enabled: true
+    key: header:tenant
+    weights: {gold-tenant: 4}
+    max_share: 0.25
+  priority:
+    header: priority
+    lanes:
+      - {name: high, topics: [orders.urgent]}
+      - {name: normal, floor: 0.1}
+      - {name: low, floor: 0.05}
+    default: normal`
+
+func TestFairnessParses(t *testing.T) {
+	c := mustParse(t, strings.Replace(minimal, "rate: 100/s", "rate: 100/s"+fairYAML, 1), nil)
+	f, p := c.Shaping.Fairness, c.Shaping.Priority
+	if !f.Enabled || f.Key != "header:tenant" || f.Weights["gold-tenant"] != 4 || f.MaxShare != 0.25 {
+		t.Errorf("fairness = %+v", f)
+	}
+	if len(p.Lanes) != 3 || p.Lanes[1].Floor != 0.1 || p.Lanes[0].Topics[0] != "orders.urgent" || p.Default != "normal" {
+		t.Errorf("priority = %+v", p)
+	}
+	sum := c.Summary()
+	for _, want := range []string{"fairly across header:tenant", "gold-tenant 4", "at most 25% of the queue", `lanes by header "priority"`, "normal (at least 10% while waiting)", "unmarked messages go to normal"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	// Off by default: nothing said, nothing set.
+	c = mustParse(t, minimal, nil)
+	if c.Shaping.Fairness.Enabled || len(c.Shaping.Priority.Lanes) > 0 || strings.Contains(c.Summary(), "fairly") || strings.Contains(c.Summary(), "lanes") {
+		t.Errorf("fairness or priority on by default: %+v %+v\n%s", c.Shaping.Fairness, c.Shaping.Priority, c.Summary())
+	}
+}
+
+func TestFairnessProblems(t *testing.T) {
+	with := func(s string) string { return strings.Replace(minimal, "rate: 100/s", "rate: 100/s"+s, 1) }
+	for _, c := range []struct{ name, text, path, msg string }{
+		{"bad key", with("\n  fairness:\n    enabled: true\n    key: tenant"), "shaping.fairness.key", "want"},
+		{"share above 1", with("\n  fairness:\n    enabled: true\n    max_share: 2"), "shaping.fairness.max_share", "(0, 1]"},
+		{"zero weight", with("\n  fairness:\n    enabled: true\n    weights: {a: 0}"), "shaping.fairness.weights", "weight 0"},
+		{"settings without enabled", with("\n  fairness:\n    weights: {a: 2}"), "shaping.fairness.enabled", "ignored"},
+		{"one lane", with("\n  priority:\n    header: p\n    lanes: [{name: a}]"), "shaping.priority.lanes", "at least two"},
+		{"no lanes", with("\n  priority:\n    header: p"), "shaping.priority.lanes", "missing"},
+		{"twice", with("\n  priority:\n    header: p\n    lanes: [{name: a}, {name: a}]"), "shaping.priority.lanes[1].name", "twice"},
+		{"floor sum", with("\n  priority:\n    header: p\n    lanes: [{name: a}, {name: b, floor: 0.6}, {name: c, floor: 0.6}]"), "shaping.priority.lanes", "sum"},
+		{"top floor", with("\n  priority:\n    header: p\n    lanes: [{name: a, floor: 0.2}, {name: b}]"), "shaping.priority.lanes[0].floor", "highest lane"},
+		{"no header nor topics", with("\n  priority:\n    lanes: [{name: a}, {name: b}]"), "shaping.priority.header", "missing"},
+		{"unknown default", with("\n  priority:\n    header: p\n    lanes: [{name: a}, {name: b}]\n    default: c"), "shaping.priority.default", "not a lane"},
+	} {
+		found := false
+		for _, p := range problemsOf(t, c.text, nil) {
+			if p.Path == c.path && strings.Contains(p.Msg, c.msg) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: want a problem at %s containing %q; got %v", c.name, c.path, c.msg, problemsOf(t, c.text, nil))
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// Fairness orders the waiting messages weighted-fair across keys (tenants)
+// instead of first come, first served. See Config.Fairness.
+type Fairness struct {
+	// KeyOf is what messages are shared out by (e.g. a tenant header); nil:
+	// the message key. It must not keep or change what it is given.
+	KeyOf func(m *Message) []byte
+	// Weights gives keys more than one turn per round (default 1): a
+	// backlogged key of weight 4 is admitted 4 messages for every message
+	// of a backlogged weight-1 key.
+	Weights map[string]int
+	// MaxShare is the share of QueueSize one key may hold, in (0, 1]; 0:
+	// 0.5. A message whose key holds its share waits in the source's
+	// deliver call (the source reads no further on that path) until the
+	// key's count falls; other keys go on. See Config.Fairness for what
+	// this means per source.
+	MaxShare float64
+}
+
+// Priority sorts messages into lanes; a higher lane takes the budget first
+// and a lower lane keeps a guaranteed floor. See Config.Priority.
+type Priority struct {
+	// Lanes is the number of lanes (>= 2); lane 0 is the highest.
+	Lanes int
+	// LaneOf returns a message's lane (0..Lanes-1; out of range: the last
+	// lane). Required.
+	LaneOf func(m *Message) int
+	// Floors[i] is lane i's guaranteed minimum share of admissions while
+	// it has messages waiting, in (0, 1); lane 0 needs none. They must sum
+	// to at most 1.
+	Floors []float64
+	// A lane (with Fairness: a key in a lane) holds at most
+	// Fairness.MaxShare of the queue (without Fairness: half), so a lower
+	// lane's backlog always leaves room for a higher lane's messages.
+}
+
+func (f *Fairness) validate() error {
+	if f.MaxShare < 0 || f.MaxShare > 1 {
+		return fmt.Errorf("%w: Fairness.MaxShare %g (want 0 < share <= 1)", ErrInvalidConfig, f.MaxShare)
+	}
+	for k, w := range f.Weights {
+		if w < 1 {
+			return fmt.Errorf("%w: Fairness.Weights[%q] = %d (want >= 1)", ErrInvalidConfig, k, w)
+		}
+	}
+	return nil
+}
+
+func (p *Priority) validate() error {
+	if p.Lanes < 2 || p.LaneOf == nil {
+		return fmt.Errorf("%w: Priority needs Lanes >= 2 (got %d) and LaneOf", ErrInvalidConfig, p.Lanes)
+	}
+	if len(p.Floors) > p.Lanes {
+		return fmt.Errorf("%w: Priority has %d floors for %d lanes", ErrInvalidConfig, len(p.Floors), p.Lanes)
+	}
+	sum := 0.0
+	for i, f := range p.Floors {
+		if f < 0 || f >= 1 {
+			return fmt.Errorf("%w: Priority.Floors[%d] = %g (want 0 <= floor < 1)", ErrInvalidConfig, i, f)
+		}
+		sum += f
+	}
+	if sum > 1 {
+		return fmt.Errorf("%w: Priority.Floors sum to %g (want <= 1)", ErrInvalidConfig, sum)
+	}
+	return nil
+}
+
+// fairQueue replaces the FIFO channel between the source and the workers
+// when Fairness or Priority is set: deliver pushes into an
+// algorithms.FairQueue (bounded by QueueSize, and per key and lane by
+// MaxShare) and the workers pop from it in fair order. A push leaves a
+// wake-up token for a waiting worker (avail holds up to MaxInFlight, and a
+// worker pops before it waits, so no wake-up is lost); a pop wakes the
+// deliveries waiting for room.
+type fairQueue struct {
+	mu      sync.Mutex
+	q       *algorithms.FairQueue[*item]
+	waiting []chan struct{} // deliveries waiting for room, woken on a pop
+	chans   sync.Pool       // their wake-up channels (buffered 1), reused
+	avail   chan struct{}   // wake-up tokens for workers
+	n       atomic.Int64    // q.Len(), readable without the lock
+	blocked atomic.Uint64   // deliveries that waited for their key's share
+
+	keyOf  func(m *Message) []byte
+	laneOf func(m *Message) int
+	lanes  int
+}
+
+func newFairQueue(cfg *Config) (*fairQueue, error) {
+	fc := algorithms.FairConfig{Capacity: cfg.QueueSize, Lanes: 1}
+	f := &fairQueue{
+		avail:  make(chan struct{}, cfg.MaxInFlight),
+		keyOf:  func(m *Message) []byte { return nil },
+		laneOf: func(*Message) int { return 0 },
+		lanes:  1,
+	}
+	share := 0.5
+	if fr := cfg.Fairness; fr != nil {
+		fc.Weights = fr.Weights
+		if fr.MaxShare != 0 {
+			share = fr.MaxShare
+		}
+		switch {
+		case fr.KeyOf != nil:
+			f.keyOf = fr.KeyOf
+		case cfg.KeyOf != nil:
+			f.keyOf = cfg.KeyOf
+		default:
+			f.keyOf = func(m *Message) []byte { return m.Key }
+		}
+	}
+	if p := cfg.Priority; p != nil {
+		fc.Lanes = p.Lanes
+		f.lanes = p.Lanes
+		f.laneOf = p.LaneOf
+		fc.Floors = make([]int, len(p.Floors))
+		for i, fl := range p.Floors {
+			fc.Floors[i] = int(fl * 1000)
+		}
+	}
+	fc.MaxPerKey = max(1, int(share*float64(cfg.QueueSize)))
+	q, err := algorithms.NewFairQueue[*item](fc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	f.q = q
+	return f, nil
+}
+
+func (f *fairQueue) lane(m *Message) int {
+	l := f.laneOf(m)
+	if l < 0 || l >= f.lanes {
+		return f.lanes - 1
+	}
+	return l
+}
+
+// put queues it, waiting while the queue is full or its key holds its
+// share. It returns ErrStopping or ctx's error when those end the wait.
+func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item) error {
+	key, lane := f.keyOf(it.m), f.lane(it.m)
+	counted := false
+	for {
+		f.mu.Lock()
+		st := f.q.Push(lane, key, it)
+		if st == algorithms.FairQueued {
+			f.n.Add(1)
+			f.mu.Unlock()
+			select {
+			case f.avail <- struct{}{}:
+			default: // MaxInFlight wake-ups are pending already
+			}
+			return nil
+		}
+		if st == algorithms.FairKeyFull && !counted {
+			counted = true
+			f.blocked.Add(1)
+		}
+		ch, _ := f.chans.Get().(chan struct{})
+		if ch == nil {
+			ch = make(chan struct{}, 1)
+		}
+		f.waiting = append(f.waiting, ch)
+		f.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-stopping:
+			err = ErrStopping
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			f.mu.Lock()
+			if i := slices.Index(f.waiting, ch); i >= 0 {
+				f.waiting = slices.Delete(f.waiting, i, i+1)
+			}
+			f.mu.Unlock()
+			select { // a wake-up sent before we left
+			case <-ch:
+			default:
+			}
+			f.chans.Put(ch)
+			return err
+		}
+		f.chans.Put(ch)
+	}
+}
+
+// deliverFair is deliverFunc's second half with fairness: it queues it in
+// fair order (waiting for room) and pauses the source at the high watermark.
+func (e *Engine) deliverFair(ctx context.Context, it *item) error {
+	m := it.m
+	if err := e.fair.put(ctx, e.stopping, it); err != nil {
+		e.pending.Add(-1)
+		e.putItem(it)
+		e.refuse(m)
+		return err
+	}
+	e.stats.consumed.Add(1)
+	for _, h := range e.hooks.consumed {
+		h.OnConsumed(m)
+	}
+	if e.queued() >= e.cfg.HighWatermark {
+		e.pauseFull()
+	}
+	return nil
+}
+
+// pop takes the next message in fair order (nil if none), waking the
+// deliveries that wait for room.
+func (f *fairQueue) pop() *item {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	it, ok := f.q.Pop()
+	if !ok {
+		return nil
+	}
+	f.n.Add(-1)
+	for i, ch := range f.waiting {
+		ch <- struct{}{} // never blocks: one wake-up per registration
+		f.waiting[i] = nil
+	}
+	f.waiting = f.waiting[:0]
+	return it
+}
+
+// fairPop is a worker's non-blocking take from the fair queue (nil without
+// fairness, or when it is empty).
+func (e *Engine) fairPop() *item {
+	if e.fair == nil {
+		return nil
+	}
+	return e.fair.pop()
+}
+
+// fairAvail is what a worker holding a slot waits on for a push (nil
+// without fairness: never ready).
+func (e *Engine) fairAvail(slot bool) chan struct{} {
+	if e.fair == nil || !slot {
+		return nil
+	}
+	return e.fair.avail
+}
+
+// queued is the number of messages waiting between the source and the
+// workers.
+func (e *Engine) queued() int {
+	if e.fair != nil {
+		return int(e.fair.n.Load())
+	}
+	return len(e.queue)
+}
+
+// drainFair gives back every message still in the fair queue (once the
+// workers and the source have stopped).
+func (e *Engine) drainFair() {
+	if e.fair == nil {
+		return
+	}
+	for it := e.fair.pop(); it != nil; it = e.fair.pop() {
+		e.settle(it, SettledNak, 0, "")
+	}
+}

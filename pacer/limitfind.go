@@ -1,0 +1,348 @@
+package pacer
+
+import (
+	"math"
+	"time"
+)
+
+// LimitSource says where the engine's idea of the downstream's limit comes
+// from.
+type LimitSource uint8
+
+const (
+	// LimitConfigured: no throttling seen and no budget advertised; the
+	// configured rate is in force.
+	LimitConfigured LimitSource = iota
+	// LimitHeaders: the downstream advertises its budget (RateLimit,
+	// X-RateLimit-*); the engine spends exactly that.
+	LimitHeaders
+	// Limit429: learned from what the downstream accepted before it
+	// throttled (429, 503, timeouts).
+	Limit429
+)
+
+func (s LimitSource) String() string {
+	switch s {
+	case LimitHeaders:
+		return "headers"
+	case Limit429:
+		return "429s"
+	}
+	return "configured"
+}
+
+// Limit finder tuning. The window and thresholds are in the units real
+// APIs throttle in (seconds); they are not configuration on purpose: they
+// describe how much evidence is enough, not the downstream.
+const (
+	lfSlot       = 50 * time.Millisecond // delivery counting resolution
+	lfSlots      = 128                   // ring: 6.4s of history
+	lfWindow     = 4 * time.Second       // measurement window before a throttle
+	lfMinActive  = 500 * time.Millisecond
+	lfHeadroom   = 0.95 // cruise at this share of the measured limit
+	lfBackoff    = 0.6  // decrease when the evidence is too short to measure
+	lfProbeGain  = 1.25 // probe rate over the learned limit
+	lfProbeLen   = time.Second
+	lfProbeFirst = 15 * time.Second // first probe after a throttle
+	lfProbeWeak  = 2 * time.Second  // first probe after a guess (no measurement)
+	lfProbeMax   = 60 * time.Second // probes back off to this
+	lfEpisode    = 500 * time.Millisecond
+	lfBurstShare = 0.1 // burst after a throttle: 100ms worth of the rate
+)
+
+// limitFinder learns the downstream's real limit, the way BBR estimates a
+// path's bandwidth: from the rate the downstream accepted, not from each
+// throttle alone.
+//
+//   - Headers first: while the downstream advertises its budget (remaining
+//     requests until a reset), the rate is remaining/time-to-reset, read
+//     again on every answer, capped at the configured rate.
+//   - Otherwise, on the first throttle of an episode, the limit is the rate
+//     the downstream accepted over the last few seconds of sending (gated
+//     time excluded); the rate comes down to 90% of it and the burst to
+//     100ms worth of it, so a resume after Retry-After never fires more than
+//     the downstream showed it takes. Too little evidence (under 1.5s of
+//     sending since the last episode) gives a multiplicative decrease.
+//   - Probing: 10s after a throttle, if the backlog is there (not
+//     app-limited), it sends at 125% of the limit for one second. A probe
+//     that passes raises the limit to what was accepted and probes again
+//     one second later; one that is throttled doubles the wait before the
+//     next probe (up to 60s). Probes are brief and rare by design: with a
+//     Retry-After gate, each failed probe costs the gate.
+//
+// It is pure: every method takes now; it never reads a clock or sleeps.
+// Not safe for concurrent use (the controller holds its lock).
+type limitFinder struct {
+	ceiling, floor   float64
+	cfgBurst, minBst int
+
+	limit float64 // learned limit (0: unknown)
+	src   LimitSource
+	rate  float64 // the rate it wants applied
+	burst int     // the burst it wants applied
+
+	start        time.Time
+	lastThrottle time.Time
+	lastEpisode  time.Time
+	guard        time.Time // throttles before this belong to the last episode
+	lastGateEnd  time.Time // the last episode's gate end
+
+	slots  [lfSlots]lfSlotCount
+	gates  []lfSpan // recent gated spans (no admission)
+	throts uint64   // throttle episodes
+
+	probing    bool
+	probeStart time.Time
+	probeRate  float64
+	nextProbe  time.Time
+	probeEvery time.Duration
+
+	hdrUntil time.Time // advertised budget in force until
+	weak     bool      // the limit is a guess (a decrease without a measurement)
+	upper    float64   // a rate known to be too high (a failed probe; 0 none)
+}
+
+type lfSlotCount struct {
+	idx int64
+	n   int64
+}
+
+type lfSpan struct{ from, to time.Time }
+
+func newLimitFinder(ceiling, floor float64, burst, minBurst int, now time.Time) *limitFinder {
+	return &limitFinder{
+		ceiling: ceiling, floor: floor, cfgBurst: burst, minBst: max(1, minBurst),
+		rate: ceiling, burst: burst, start: now, probeEvery: lfProbeFirst,
+	}
+}
+
+func (f *limitFinder) slotIdx(t time.Time) int64 { return t.Sub(f.start).Nanoseconds() / int64(lfSlot) }
+
+// delivered counts n accepted requests answered at now.
+func (f *limitFinder) delivered(now time.Time, n int) {
+	if n <= 0 {
+		return
+	}
+	i := f.slotIdx(now)
+	s := &f.slots[uint64(i)%lfSlots]
+	if s.idx != i {
+		s.idx, s.n = i, 0
+	}
+	s.n += int64(n)
+}
+
+// count is what was accepted in slots [from, to).
+func (f *limitFinder) count(from, to time.Time) int64 {
+	a, b := f.slotIdx(from), f.slotIdx(to)
+	a = max(a, b-lfSlots+1)
+	var n int64
+	for i := a; i <= b; i++ {
+		if s := f.slots[uint64(i)%lfSlots]; s.idx == i {
+			n += s.n
+		}
+	}
+	return n
+}
+
+// gated records that nothing could be admitted in [from, to).
+func (f *limitFinder) gated(from, to time.Time) {
+	if !to.After(from) {
+		return
+	}
+	keep := f.gates[:0]
+	for _, g := range f.gates {
+		if to.Sub(g.to) < 2*lfWindow {
+			keep = append(keep, g)
+		}
+	}
+	f.gates = append(keep, lfSpan{from, to})
+}
+
+// active is the time in [from, to) outside every gated span.
+func (f *limitFinder) active(from, to time.Time) time.Duration {
+	d := to.Sub(from)
+	for _, g := range f.gates {
+		lo, hi := maxTime(g.from, from), minTime(g.to, to)
+		if hi.After(lo) {
+			d -= hi.Sub(lo)
+		}
+	}
+	return max(d, 0)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (f *limitFinder) clamp(r float64) float64 { return min(max(r, f.floor), f.ceiling) }
+
+func (f *limitFinder) burstFor(r float64) int {
+	return min(max(int(math.Ceil(r*lfBurstShare)), f.minBst), max(f.cfgBurst, f.minBst))
+}
+
+// throttle folds in a throttle answered at now; gateEnd is the Retry-After
+// gate it raised (zero: none). It reports whether rate or burst changed.
+func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
+	f.lastThrottle = now
+	if now.Before(f.guard) {
+		return false
+	}
+	f.throts++
+	f.guard = maxTime(gateEnd, now.Add(lfEpisode))
+	prevGate := f.lastGateEnd
+	f.lastEpisode = now
+	f.lastGateEnd = maxTime(gateEnd, now)
+	wasProbing := f.probing
+	if f.upper == 0 || f.rate < f.upper {
+		f.upper = f.rate
+	}
+	if f.probing {
+		f.probing = false
+		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
+	}
+	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
+		// The advertised budget drives the rate; a throttle only brings
+		// the burst down.
+		f.burst = f.burstFor(f.rate)
+		return true
+	}
+	var lim float64
+	f.weak = false
+	switch {
+	case wasProbing && f.limit > 0:
+		// The probe found the ceiling: the limit it started from holds.
+		lim = f.limit
+	default:
+		// What the downstream accepted since it last made us wait (it was
+		// full then), over the time we could send: at most the rate in
+		// force, which it just refused.
+		from := maxTime(maxTime(now.Add(-lfWindow), f.start), prevGate)
+		act := f.active(from, now)
+		m := 0.0
+		if act >= lfMinActive {
+			m = float64(f.count(from, now)) / act.Seconds()
+		}
+		if act < lfMinActive {
+			lim = f.rate * lfBackoff
+			f.weak = true
+		} else {
+			lim = min(m, f.rate)
+		}
+	}
+	f.limit = max(lim, f.floor)
+	every := f.probeEvery
+	if f.weak {
+		every = lfProbeWeak
+	}
+	f.nextProbe = maxTime(gateEnd, now).Add(every)
+	f.src = Limit429
+	f.rate = f.clamp(f.limit * lfHeadroom)
+	f.burst = f.burstFor(f.rate)
+	return true
+}
+
+// headers folds in an advertised budget: remaining requests until left
+// from now (left <= 0: the window it spoke of is over). limit is the
+// policy's quota per second when known (0 if not). The rate spends the
+// remaining budget over what is left of the window, never faster than the
+// quota's own rate (answers lag: what is in flight is not counted yet);
+// with nothing left, the rate is the quota's (the gate waits for the
+// reset).
+func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64) {
+	f.probing = false
+	f.src = LimitHeaders
+	if limit > 0 {
+		f.limit = limit
+	}
+	if left <= 0 {
+		if f.limit > 0 {
+			f.rate = f.clamp(f.limit)
+		}
+		return
+	}
+	f.hdrUntil = now.Add(left)
+	r := float64(remaining) / left.Seconds()
+	if limit <= 0 && r > 0 && (f.limit == 0 || r > f.limit) {
+		f.limit = r
+	}
+	switch {
+	case remaining == 0:
+		if f.limit > 0 {
+			f.rate = f.clamp(f.limit)
+		}
+	case f.limit > 0:
+		f.rate = f.clamp(min(r, f.limit))
+	default:
+		f.rate = f.clamp(r)
+	}
+	if f.throts > 0 {
+		f.burst = f.burstFor(f.rate)
+	}
+}
+
+// tick runs the probe schedule at now. It reports whether rate or burst
+// changed.
+func (f *limitFinder) tick(now time.Time) bool {
+	if !f.hdrUntil.IsZero() && !now.Before(f.hdrUntil) {
+		// The advertised window ended with no fresh answer: keep the
+		// limit it taught, cruise under it.
+		f.hdrUntil = time.Time{}
+		if f.src == LimitHeaders && f.limit > 0 {
+			f.rate = f.clamp(f.limit)
+			return true
+		}
+	}
+	if f.src != Limit429 || f.limit <= 0 || !f.hdrUntil.IsZero() {
+		return false
+	}
+	if f.probing {
+		if now.Sub(f.probeStart) < lfProbeLen {
+			return false
+		}
+		f.probing = false
+		got := float64(f.count(f.probeStart, now)) / now.Sub(f.probeStart).Seconds()
+		if got >= 0.9*f.probeRate {
+			// Accepted all of it: the limit is at least that.
+			f.limit = max(f.limit, got)
+			if f.upper > 0 && f.limit >= f.upper {
+				f.upper = 0
+			}
+			f.probeEvery = lfProbeFirst
+			f.nextProbe = now.Add(lfProbeLen)
+		} else {
+			f.nextProbe = now.Add(f.probeEvery) // app-limited: no evidence
+		}
+		f.rate = f.clamp(f.limit * lfHeadroom)
+		f.burst = f.burstFor(f.rate)
+		return true
+	}
+	if now.Before(f.nextProbe) || f.rate >= f.ceiling {
+		return false
+	}
+	// App-limited (the backlog does not fill the rate)? Then a probe would
+	// prove nothing.
+	from := now.Add(-2 * time.Second)
+	if act := f.active(from, now); act < time.Second || float64(f.count(from, now))/act.Seconds() < 0.8*f.rate {
+		f.nextProbe = now.Add(time.Second)
+		return false
+	}
+	f.probing = true
+	f.probeStart = now
+	f.probeRate = f.clamp(f.limit * lfProbeGain)
+	if f.upper > f.limit {
+		// Bisect between what holds and what was refused.
+		f.probeRate = f.clamp(min(f.probeRate, (f.limit+f.upper)/2))
+	}
+	f.rate = f.probeRate
+	return true
+}

@@ -1,0 +1,169 @@
+package pacer
+
+import (
+	"context"
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
+
+// StateStore keeps the shaper's state across restarts (Config.State), so a
+// restarted worker does not spend a second burst the previous process had
+// just spent. FileState keeps it in a file.
+//
+// Load returns ok=false when nothing was ever saved. Save replaces what was
+// saved, atomically: a Load after a crash sees either the old or the new
+// state, never a mix.
+type StateStore interface {
+	Load(ctx context.Context) (s ShaperState, ok bool, err error)
+	Save(ctx context.Context, s ShaperState) error
+}
+
+// ShaperState is what a worker saves of its shaper: the token bucket and
+// peak pacer stage (per-key buckets, quotas and the Redis stages are not
+// saved: the shared ones live in Redis already).
+type ShaperState struct {
+	// SavedAt is when the state was taken.
+	SavedAt time.Time `json:"saved_at"`
+	// Clean is true when the worker stopped cleanly after taking it:
+	// nothing was admitted after SavedAt.
+	Clean bool `json:"clean"`
+	// Until is the latest moment at which the worker that saved it may
+	// still have admitted messages: SavedAt for a clean stop, and for a
+	// periodic save the time by which the worker promised to save again
+	// (SavedAt + 2 x StateInterval). A worker killed in between admitted
+	// nothing after Until.
+	Until time.Time `json:"until"`
+	// Bucket is the token bucket and peak pacer (nil: unlimited).
+	Bucket *algorithms.DualRateState `json:"bucket,omitempty"`
+}
+
+// stateful is the bucket stage's limiter when it can be saved and restored
+// (algorithms.DualRate).
+type stateful interface {
+	State(now time.Time) algorithms.DualRateState
+	Restore(now time.Time, s algorithms.DualRateState)
+}
+
+// restoreFrom lowers the bucket stage to what the saved state allows at now
+// (it never raises it: see algorithms.DualRate.Restore):
+//
+//   - no saved state (first start, or a state that cannot be read): the
+//     bucket starts empty, as if the previous worker had just spent its
+//     burst; it fills at the rate from now on.
+//   - a clean stop: the saved tokens plus the refill since the stop, and the
+//     saved next peak departure.
+//   - a crash (a periodic save): the dead worker may have spent everything
+//     up to Until, so the bucket is empty at min(Until, now) and refills
+//     from there; the next departure is no earlier than one batch's peak
+//     interval after that.
+//
+// It returns what it did, for the log.
+func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	b := e.sh.bucket
+	if b == nil {
+		return "unlimited: nothing to restore"
+	}
+	lim, can := b.lim.(stateful)
+	if !can {
+		return "bucket cannot be restored"
+	}
+	switch {
+	case !ok || s.Bucket == nil:
+		lim.Restore(now, algorithms.DualRateState{At: now})
+		return "no saved state: starting with an empty bucket"
+	case s.Clean:
+		lim.Restore(now, *s.Bucket)
+		return "restored the state of a clean stop"
+	default:
+		dead := s.Until
+		if now.Before(dead) {
+			dead = now
+		}
+		st := algorithms.DualRateState{At: dead, Next: s.Bucket.Next}
+		if p := e.cfg.Peak; p != (algorithms.Rate{}) {
+			gap := time.Duration(float64(e.cfg.BatchSize) * float64(p.Per) / float64(p.Count))
+			if nx := dead.Add(gap); nx.After(st.Next) {
+				st.Next = nx
+			}
+		}
+		lim.Restore(now, st)
+		return "restored after a crash: empty bucket from when the previous worker may have stopped"
+	}
+}
+
+// snapshot is the bucket stage's state at now (nil when unlimited).
+func (e *Engine) snapshot(now time.Time) *algorithms.DualRateState {
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	if e.sh.bucket == nil {
+		return nil
+	}
+	lim, ok := e.sh.bucket.lim.(stateful)
+	if !ok {
+		return nil
+	}
+	s := lim.State(now)
+	return &s
+}
+
+// startState restores the shaper from Config.State and saves it every
+// StateInterval until the returned function is called; that function
+// stops the saver and writes the clean-stop state. Call it once nothing
+// more can be admitted. Without a store both are no-ops.
+func (e *Engine) startState(ctx context.Context) (stop func()) {
+	store := e.cfg.State
+	if store == nil {
+		return func() {}
+	}
+	lctx, cancel := context.WithTimeout(ctx, e.cfg.StateInterval*4)
+	s, ok, err := store.Load(lctx)
+	cancel()
+	if err != nil {
+		e.log.Warn("pacer: reading the saved shaper state; starting with an empty bucket", "err", err)
+		ok = false
+	}
+	now := e.clock.Now()
+	what := e.restoreFrom(now, s, ok)
+	e.log.Info("pacer: shaper state", "restore", what, "saved_at", s.SavedAt, "clean", s.Clean)
+
+	iv := e.cfg.StateInterval
+	save := func(clean bool) {
+		now := e.clock.Now()
+		st := ShaperState{SavedAt: now, Clean: clean, Until: now, Bucket: e.snapshot(now)}
+		if !clean {
+			st.Until = now.Add(2 * iv)
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), iv*4)
+		defer cancel()
+		if err := store.Save(sctx, st); err != nil {
+			e.log.Warn("pacer: saving the shaper state", "clean", clean, "err", err)
+		}
+	}
+	save(false) // this worker is running from now on
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		sl := newSleeper(e.clock)
+		defer sl.stop()
+		for {
+			select {
+			case <-sl.arm(iv):
+				save(false)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+		save(true)
+	}
+}
+
+// DefaultStateInterval is Config.StateInterval's default.
+const DefaultStateInterval = 250 * time.Millisecond
