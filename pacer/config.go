@@ -244,6 +244,9 @@ type Config struct {
 
 	Retry    RetryConfig
 	Adaptive AdaptiveConfig
+	// Breaker stops dead-lettering when failures say the pipeline, not the
+	// messages, is broken (see BreakerConfig). On by default.
+	Breaker BreakerConfig
 
 	// DrainTimeout bounds how long a stop waits for in-flight deliveries; 0: 30s.
 	DrainTimeout time.Duration
@@ -324,6 +327,7 @@ func (c *Config) setDefaults() {
 	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
 		a.Kp, a.Ki = 1.0, 0.2
 	}
+	c.Breaker.setDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -413,6 +417,9 @@ func (c *Config) validate() error {
 		if err := a.Floor.Validate(); err != nil {
 			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
 		}
+	}
+	if err := c.Breaker.validate(); err != nil {
+		return err
 	}
 	return c.Shaping.validate(c.BatchSize)
 }

@@ -68,13 +68,31 @@ func (e *Engine) worker(ctx context.Context) {
 		if grp = e.dropRevoked(grp); len(grp) == 0 {
 			continue
 		}
+		// While the breaker is open, one delivery at a time goes out, as a
+		// probe, when the probe backoff allows.
+		probe := false
+		if e.brk != nil && e.brk.open.Load() {
+			var ok bool
+			if probe, ok = e.awaitProbe(ctx, sl); !ok {
+				for _, it := range grp {
+					e.settle(it, SettledNak, 0, "")
+				}
+				return
+			}
+		}
 		if ctx.Err() != nil || !e.admit(ctx, sl, grp) {
+			if probe {
+				e.endProbe()
+			}
 			for _, it := range grp {
 				e.settle(it, SettledNak, 0, "")
 			}
 			return
 		}
-		e.deliverBatch(grp, msgs[:0], results[:len(grp)])
+		e.deliverBatch(grp, msgs[:0], results[:len(grp)], probe)
+		if probe {
+			e.endProbe()
+		}
 	}
 }
 
@@ -384,7 +402,7 @@ func (e *Engine) releaseKey(it *item) {
 	e.ready.push(nx, time.Time{})
 }
 
-func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) {
+func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, probe bool) {
 	// The clock is read only when something uses the times: the adaptive
 	// controller, the delivery hooks or MaxTime. Unthrottled and unobserved,
 	// a message costs no clock read at all.
@@ -434,6 +452,12 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result) 
 	for _, h := range e.hooks.delivered {
 		h.OnDelivered(nd, nr, nj, lat, fb)
 	}
+	if probe && nd == 0 {
+		if end.IsZero() {
+			end = e.clock.Now()
+		}
+		e.brk.probeFailed(end)
+	}
 	for i, it := range items {
 		e.decide(it, results[i], end)
 	}
@@ -445,8 +469,12 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 	switch r.Outcome {
 	case Delivered:
 		e.stats.delivered.Add(1)
+		e.breakerDelivered()
 		e.settle(it, SettledAck, 0, "")
 	case Reject:
+		if e.permanentFailure(it, r.Err, now) {
+			return
+		}
 		e.stats.rejected.Add(1)
 		e.deadLetter(it, &DeadLetterError{Kind: ErrRejected, Attempts: it.m.Attempt, Last: r.Err})
 	default:
@@ -463,11 +491,15 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 			return
 		}
 		rc := e.cfg.Retry
-		if (rc.MaxAttempts > 0 && it.m.Attempt >= rc.MaxAttempts) || (rc.MaxTime > 0 && now.Sub(it.first) >= rc.MaxTime) {
+		if (rc.MaxAttempts > 0 && it.m.Attempt-it.base >= rc.MaxAttempts) || (rc.MaxTime > 0 && !it.first.IsZero() && now.Sub(it.first) >= rc.MaxTime) {
+			if e.permanentFailure(it, err, now) {
+				return
+			}
 			e.deadLetter(it, &DeadLetterError{Kind: ErrRetriesExhausted, Attempts: it.m.Attempt, Last: err})
 			return
 		}
 		e.stats.retried.Add(1)
+		e.noteRetry(now, it.m, err)
 		for _, h := range e.hooks.retry {
 			h.OnRetry(it.m, delay, err)
 		}
@@ -498,6 +530,7 @@ func (e *Engine) deadLetter(it *item, reason error) {
 		return
 	}
 	e.stats.deadLettered.Add(1)
+	e.noteDeadLetter(m, reason)
 	e.settle(it, SettledTerm, 0, reason.Error())
 }
 

@@ -38,6 +38,8 @@ type Engine struct {
 	back  *backoff
 	ready readyQueue
 	pause pauser
+	brk   *breaker // nil: Breaker.Disabled
+	flog  failureLog
 
 	queue       chan *item
 	fair        *fairQueue    // Fairness or Priority: the queue in fair order (queue unused)
@@ -51,6 +53,7 @@ type Engine struct {
 	// another sleeps on the shaper, and channel waits are what
 	// testing/synctest (and ctx) can see.
 	admitSem   chan struct{} // one worker at a time waits on the shaper
+	probeSem   chan struct{} // one probe delivery at a time while the breaker is open
 	takeSem    chan struct{} // one worker at a time forms a batch
 	finished   chan struct{}
 	timerOwner atomic.Bool   // a waiting worker holds the next-retry timer
@@ -80,6 +83,7 @@ type Engine struct {
 type counters struct {
 	consumed, admitted, delivered, retried, rejected     atomic.Uint64
 	deadLettered, deadLetterFailed, acked, termed, naked atomic.Uint64
+	held                                                 atomic.Uint64
 }
 
 const (
@@ -106,6 +110,7 @@ func New(cfg Config) (*Engine, error) {
 		finished:  make(chan struct{}),
 		admitSem:  make(chan struct{}, 1),
 		takeSem:   make(chan struct{}, 1),
+		probeSem:  make(chan struct{}, 1),
 		shapeWake: make(chan struct{}, 1),
 		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
 		stopping:  make(chan struct{}),
@@ -143,6 +148,9 @@ func New(cfg Config) (*Engine, error) {
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
 	e.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
+	if !cfg.Breaker.Disabled {
+		e.brk = newBreaker(cfg.Breaker)
+	}
 	e.pause.hooks = e.hooks.paused
 	return e, nil
 }
@@ -441,6 +449,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
 		}
 	}
+	e.flushDeadLetterLog()
 	e.state.Store(stateStopped)
 	if srcErr != nil && srcErr != context.Canceled && srcErr != context.DeadlineExceeded {
 		return fmt.Errorf("pacer: source: %w", srcErr)

@@ -1,6 +1,10 @@
 package pacer
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/pacer-dev/pacer/internal/redact"
+)
 
 // Sentinel errors. Every error the engine returns or records wraps one of
 // these, so callers branch with errors.Is.
@@ -32,10 +36,12 @@ type DeadLetterError struct {
 	Last     error // the sink's last error (may be nil)
 }
 
+// Error is the reason's text, with credentials in URLs and DSNs masked
+// (it is written to dead-letter records and logs).
 func (e *DeadLetterError) Error() string {
 	s := e.Kind.Error()
 	if e.Last != nil {
-		s += ": " + e.Last.Error()
+		s += ": " + redact.Error(e.Last)
 	}
 	return s + " (after " + itoa(e.Attempts) + " attempts)"
 }

@@ -17,8 +17,11 @@ type item struct {
 	seq      uint64    // FIFO tie-break in the ready queue
 	key      string
 	settled  atomic.Bool
-	hasKey   bool // key holds the ordering key (OrderKey)
-	held     bool // counted in Engine.inflight
+	hasKey   bool   // key holds the ordering key (OrderKey)
+	held     bool   // counted in Engine.inflight
+	suspect  bool   // held by the open breaker once
+	seen     uint64 // breaker successes when it was held
+	base     int    // attempts that no longer count (made before a hold)
 }
 
 func (e *Engine) getItem(m *Message) *item {

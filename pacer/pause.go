@@ -21,6 +21,8 @@ const (
 	PauseRetryAfter
 	// PauseStopping: the engine is stopping.
 	PauseStopping
+	// PauseBroken: the systemic-failure breaker is open (see BreakerConfig).
+	PauseBroken
 )
 
 // Strings returns the reasons' names.
@@ -29,7 +31,7 @@ func (r PauseReason) Strings() []string {
 	for _, x := range []struct {
 		r PauseReason
 		s string
-	}{{PauseQueueFull, "queue_full"}, {PauseShaper, "shaper"}, {PauseRetryAfter, "retry_after"}, {PauseStopping, "stopping"}} {
+	}{{PauseQueueFull, "queue_full"}, {PauseShaper, "shaper"}, {PauseRetryAfter, "retry_after"}, {PauseStopping, "stopping"}, {PauseBroken, "systemic_failure"}} {
 		if r&x.r != 0 {
 			out = append(out, x.s)
 		}

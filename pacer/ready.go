@@ -25,6 +25,9 @@ func (e *Engine) Ready(ctx context.Context) error {
 		return fmt.Errorf("engine is %s", e.Status().State)
 	}
 	var errs []error
+	if err := e.breakerError(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range []struct {
 		what string
 		v    any

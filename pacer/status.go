@@ -19,6 +19,10 @@ type Status struct {
 	PauseReasons   []string  `json:"pause_reasons,omitempty"`
 	Pauses         uint64    `json:"pauses"`
 	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+	// Breaker is the systemic-failure breaker; Held counts messages it
+	// kept back from the dead-letter path.
+	Breaker BreakerStatus `json:"breaker"`
+	Held    uint64        `json:"held_by_breaker"`
 	// PauseCause is why the downstream paused every delivery until
 	// RetryAfter (the header and its value).
 	PauseCause string `json:"pause_cause,omitempty"`
@@ -71,6 +75,10 @@ func (e *Engine) Status() Status {
 		Terminated:       e.stats.termed.Load(),
 		Naked:            e.stats.naked.Load(),
 	}
+	if e.brk != nil {
+		s.Breaker = e.brk.status()
+	}
+	s.Held = e.stats.held.Load()
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
 	}

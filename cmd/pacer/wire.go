@@ -343,6 +343,15 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 			MaxTime:     cfg.Retry.MaxTime.D(),
 			MaxPause:    cfg.Retry.MaxPause.D(),
 		},
+		Breaker: pacer.BreakerConfig{
+			Disabled:     !cfg.Breaker.Enabled,
+			Consecutive:  cfg.Breaker.Consecutive,
+			Window:       cfg.Breaker.Window,
+			Ratio:        cfg.Breaker.Ratio,
+			ProbeInitial: cfg.Breaker.ProbeInitial.D(),
+			ProbeMax:     cfg.Breaker.ProbeMax.D(),
+			Systemic:     cfg.Breaker.Systemic,
+		},
 		Adaptive: pacer.AdaptiveConfig{
 			Mode:     mode,
 			Floor:    a.Min.Rate,

@@ -31,6 +31,8 @@ type Config struct {
 	// DrainTimeout bounds a clean stop (SIGTERM): in-flight deliveries get
 	// this long to finish; what does not finish is left for redelivery.
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
+	// Breaker tells a bad message from a broken pipeline (see Breaker).
+	Breaker Breaker `yaml:"breaker" json:"breaker"`
 
 	// where records the line and column of every field present in the file,
 	// by path ("shaping.rate"), for Validate's messages.
@@ -323,6 +325,30 @@ type Retry struct {
 	MaxPause Duration `yaml:"max_pause" json:"max_pause"`
 }
 
+// Breaker is the systemic-failure breaker: when permanent failures of one
+// class (an HTTP status, a SQLSTATE, a template error) keep coming, pacer
+// stops dead-lettering, pauses the source, reports not ready and probes
+// with one delivery at a time until one succeeds. 401, 403, 407, an
+// undefined table or column, and a request that cannot be built trip it at
+// once.
+type Breaker struct {
+	// Enabled (default true) turns the breaker on.
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// Consecutive failures of one class in a row trip it (default 10).
+	Consecutive int `yaml:"consecutive" json:"consecutive"`
+	// Window and Ratio: so do failures of one class making up ratio of the
+	// last window outcomes (default 100 and 0.5).
+	Window int     `yaml:"window" json:"window"`
+	Ratio  float64 `yaml:"ratio" json:"ratio"`
+	// ProbeInitial is the wait before the first probe, doubled after each
+	// failed probe up to ProbeMax (defaults 1s and 1m).
+	ProbeInitial Duration `yaml:"probe_initial" json:"probe_initial"`
+	ProbeMax     Duration `yaml:"probe_max" json:"probe_max"`
+	// Systemic lists more failure classes that trip it at once
+	// ("http 404", "sqlstate 23502").
+	Systemic []string `yaml:"systemic" json:"systemic"`
+}
+
 // Batching groups admitted messages into one Deliver call (1: no batching).
 type Batching struct {
 	Size   int      `yaml:"size" json:"size"`
@@ -397,6 +423,8 @@ func Default() Config {
 		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
 		DrainTimeout: Duration(30 * time.Second),
+		Breaker: Breaker{Enabled: true, Consecutive: 10, Window: 100, Ratio: 0.5,
+			ProbeInitial: Duration(time.Second), ProbeMax: Duration(time.Minute)},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/redact"
 )
 
 // EffectiveBurst is shaping.burst, or one second's worth of rate (at least 1)
@@ -51,7 +53,7 @@ func (c *Config) Summary() string {
 		if n.FilterSubject != "" {
 			fmt.Fprintf(&b, " (subjects %s)", n.FilterSubject)
 		}
-		fmt.Fprintf(&b, " from %s with durable consumer %q", RedactURL(n.URL), n.Consumer)
+		fmt.Fprintf(&b, " from %s with durable consumer %q", redact.Text(n.URL), n.Consumer)
 		if n.TLS.Enabled {
 			b.WriteString(" over TLS")
 		}
@@ -95,7 +97,7 @@ func (c *Config) Summary() string {
 	fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
 	switch c.Sink.Type {
 	case "http":
-		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, RedactURL(c.Sink.HTTP.URL))
+		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, redact.Text(c.Sink.HTTP.URL))
 	case "sql":
 		if c.Sink.SQL.Statement != "" {
 			fmt.Fprintf(&b, "; write each message to %s with a custom statement", c.Sink.SQL.Driver)

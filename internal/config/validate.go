@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/redact"
 )
 
 // Validate returns every problem with c at once, each with its field path
@@ -122,7 +124,7 @@ func (v *validator) source() {
 			for _, u := range strings.Split(n.URL, ",") {
 				pu, err := url.Parse(strings.TrimSpace(u))
 				if err != nil || pu.Host == "" {
-					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", RedactURL(u))
+					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", redact.Text(u))
 				}
 			}
 		}
@@ -303,7 +305,7 @@ func (v *validator) sink() {
 		if h.URL == "" {
 			v.add("sink.http.url", "missing: the URL to send messages to")
 		} else if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add("sink.http.url", "%q is not an http:// or https:// URL", RedactURL(h.URL))
+			v.add("sink.http.url", "%q is not an http:// or https:// URL", redact.Text(h.URL))
 		}
 		v.oneOf("sink.http.method", h.Method, "POST", "PUT", "PATCH")
 		if h.Timeout <= 0 {
@@ -414,6 +416,29 @@ func (v *validator) misc() {
 	}
 	if c.Shaping.StateInterval < 0 {
 		v.add("shaping.state_interval", "must be >= 0")
+	}
+	v.breaker()
+}
+
+func (v *validator) breaker() {
+	b := v.c.Breaker
+	if !b.Enabled {
+		return
+	}
+	if b.Consecutive < 1 {
+		v.add("breaker.consecutive", "must be >= 1, got %d", b.Consecutive)
+	}
+	if b.Window < 1 {
+		v.add("breaker.window", "must be >= 1, got %d", b.Window)
+	}
+	if !(b.Ratio > 0 && b.Ratio <= 1) {
+		v.add("breaker.ratio", "must be in (0, 1], got %g", b.Ratio)
+	}
+	if b.ProbeInitial <= 0 {
+		v.add("breaker.probe_initial", "must be > 0")
+	}
+	if b.ProbeMax < b.ProbeInitial {
+		v.add("breaker.probe_max", "probe_max %v is below probe_initial %v", b.ProbeMax, b.ProbeInitial)
 	}
 }
 

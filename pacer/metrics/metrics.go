@@ -214,7 +214,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	g(descQueueCap, float64(s.QueueSize))
 	g(descInFlight, float64(s.InFlight))
 	g(descRetrying, float64(s.Retrying))
-	for _, r := range []pacer.PauseReason{pacer.PauseQueueFull, pacer.PauseShaper, pacer.PauseRetryAfter, pacer.PauseStopping} {
+	for _, r := range []pacer.PauseReason{pacer.PauseQueueFull, pacer.PauseShaper, pacer.PauseRetryAfter, pacer.PauseStopping, pacer.PauseBroken} {
 		v := 0.0
 		for _, x := range s.PauseReasons {
 			if x == r.String() {

@@ -130,6 +130,7 @@ pacer_source_paused{reason="queue_full"} 1
 pacer_source_paused{reason="retry_after"} 0
 pacer_source_paused{reason="shaper"} 0
 pacer_source_paused{reason="stopping"} 0
+pacer_source_paused{reason="systemic_failure"} 0
 `
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pacer_queue_depth_messages", "pacer_source_paused"); err != nil {
 			t.Error(err)

@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/redact"
 )
 
 // Sentinel errors; results and New wrap them.
@@ -46,7 +48,7 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("httpsink: %s %s: %d %s", e.Method, e.URL, e.Status, http.StatusText(e.Status))
+	s := fmt.Sprintf("httpsink: %s %s: %d %s", e.Method, redact.URL(e.URL), e.Status, http.StatusText(e.Status))
 	if e.Body != "" {
 		s += ": " + e.Body
 	}

@@ -54,11 +54,11 @@ func (d *tmplData) lookup(path string) (gjson.Result, error) {
 		}
 	}
 	if d.jsonOK < 0 {
-		return gjson.Result{}, fmt.Errorf("value is not valid JSON (looking up %q)", path)
+		return gjson.Result{}, fmt.Errorf("%w: value is not valid JSON (looking up %q)", errData, path)
 	}
 	r := gjson.GetBytes(d.raw, path)
 	if !r.Exists() {
-		return gjson.Result{}, fmt.Errorf("JSON field %q not found in value", path)
+		return gjson.Result{}, fmt.Errorf("%w: JSON field %q not found in value", errData, path)
 	}
 	return r, nil
 }
@@ -85,7 +85,7 @@ func dataOf(m *pacer.Message) *tmplData {
 // render executes t over d into w. Template errors become ErrRender.
 func render(t *template.Template, d *tmplData, w io.Writer) error {
 	if err := t.Execute(w, d); err != nil {
-		return fmt.Errorf("%w %q: %s: %v", ErrRender, d.ID, t.Name(), err)
+		return fmt.Errorf("%w %q: %s: %w", ErrRender, d.ID, t.Name(), err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -111,7 +112,7 @@ func New(cfg Config) (*Sink, error) {
 		bad("url: want http:// or https://")
 	default:
 		if _, err := http.NewRequest(s.method, u, nil); err != nil {
-			bad("url: %v", err)
+			bad("url: %s", redact.Error(err))
 		}
 	}
 	s.url = u
@@ -345,7 +346,7 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, s.method, s.url, bytes.NewReader(body))
 	if err != nil {
-		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("httpsink: building request: %w", err)}, pacer.Feedback{}
+		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("%w: %w", errBuild, redactErr(err))}, pacer.Feedback{}
 	}
 	// No hidden resends: net/http replays a request that carries an
 	// Idempotency-Key on a fresh connection when a reused one fails, and
@@ -370,12 +371,12 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 		fb := pacer.Feedback{Latency: s.now().Sub(start)}
 		if ctx.Err() != nil {
 			// The caller gave up (engine stopping): not the downstream's fault.
-			return pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("httpsink: %s %s: %w", s.method, s.url, ctx.Err())}, fb
+			return pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("httpsink: %s %s: %w", s.method, redact.URL(s.url), ctx.Err())}, fb
 		}
 		if isTimeout(err) {
 			fb.Throttled = true
 		}
-		err = fmt.Errorf("httpsink: %w", err)
+		err = fmt.Errorf("httpsink: %w", redactErr(err))
 		s.down.Store(&err)
 		return pacer.Result{Outcome: pacer.Retry, Err: err}, fb
 	}
@@ -468,3 +469,22 @@ func validHeaderName(s string) bool {
 	}
 	return true
 }
+
+// redactErr keeps err's chain (for errors.Is/As and FailureClass) but masks
+// credentials in its text: net/http's errors quote the request URL, query
+// string (?api_key=) included.
+func redactErr(err error) error {
+	msg := err.Error()
+	if red := redact.Text(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -120,4 +121,39 @@ func Overloaded(err error) bool {
 		return c == sqliteBusy || c == sqliteLocked
 	}
 	return false
+}
+
+var _ pacer.FailureClassifier = (*Sink)(nil)
+
+// FailureClass implements pacer.FailureClassifier, for the engine's
+// systemic-failure breaker: "sqlstate <code>" for a PostgreSQL error and
+// "sqlite <code>" for a SQLite one. Systemic (the pipeline, not the
+// message, is at fault): undefined table, column, function or schema
+// (42P01, 42703, 42883, 3F000), an unknown database (3D000), insufficient
+// privilege (42501), failed authentication (class 28), a syntax error in
+// the configured statement (42601), and SQLite's "no such table" / "no
+// such column". Everything else counts toward the breaker's thresholds;
+// an error with no code is left out ("").
+func (s *Sink) FailureClass(err error) (string, bool) {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case pg.Code == "42P01", pg.Code == "42703", pg.Code == "42883", pg.Code == "3F000", pg.Code == "3D000",
+			pg.Code == "42501", pg.Code == "42601", strings.HasPrefix(pg.Code, "28"):
+			return "sqlstate " + pg.Code, true
+		}
+		return "sqlstate " + pg.Code, false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		msg := se.Error()
+		if strings.Contains(msg, "no such table") || strings.Contains(msg, "no such column") {
+			return "sqlite no such object", true
+		}
+		return "sqlite " + strconv.Itoa(se.Code()&0xff), false
+	}
+	if errors.Is(err, errArg) {
+		return "sql argument", false
+	}
+	return "", false
 }

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
+)
+
+// Systemic failures (issue: "a failure that hits every message
+// dead-letters the whole backlog"): each scenario breaks the pipeline, not
+// the messages, and checks, through the real binary, that nothing is
+// dead-lettered, the source is paused, /readyz is 503 with the cause and
+// exactly one ERROR line is logged; then fixes the fault and checks every
+// message is delivered.
+
+const systemicTail = `breaker:
+  probe_initial: 200ms
+  probe_max: 1s
+dead_letter:
+  type: file
+  path: %s
+admin:
+  listen: %s
+drain_timeout: 5s
+`
+
+func systemicHTTPConfig(natsURL, stream, apiURL, extraSink, retry, dlq, admin string) string {
+	return fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+shaping:
+  rate: 500/s
+  burst: 20
+  queue_size: 50
+  max_in_flight: 4
+sink:
+  type: http
+  http:
+    url: %s/orders
+    timeout: 2s
+%s
+retry:
+%s
+`, natsURL, stream, apiURL, extraSink, retry) + fmt.Sprintf(systemicTail, dlq, admin)
+}
+
+// readyz returns /readyz's status and body.
+func readyz(addr string) (int, string) {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// checkHeldNotDrained checks the broken state: breaker open, 0 dead
+// letters (status and file), source paused for systemic_failure, /readyz
+// 503 naming the class, one ERROR line.
+func checkHeldNotDrained(t *testing.T, p *proc, addr, dlq, class string) {
+	t.Helper()
+	testkit.Eventually(t, 30*time.Second, "breaker open on "+class, func() bool {
+		st, err := getStatus(addr)
+		if err != nil {
+			return false
+		}
+		b, _ := st["engine"].(map[string]any)["breaker"].(map[string]any)
+		return b != nil && b["open"] == true && b["class"] == class
+	})
+	time.Sleep(2 * time.Second) // probes keep failing meanwhile: still nothing dead-lettered
+	st, err := getStatus(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := num(st, "engine", "dead_lettered"); n != 0 {
+		t.Errorf("dead_lettered = %v while the pipeline is broken, want 0", n)
+	}
+	if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
+		t.Errorf("dead-letter file holds %d bytes, want none:\n%s", len(b), b)
+	}
+	eng := st["engine"].(map[string]any)
+	reasons := fmt.Sprint(eng["pause_reasons"])
+	if eng["paused"] != true || !strings.Contains(reasons, "systemic_failure") {
+		t.Errorf("paused = %v reasons %s, want paused for systemic_failure", eng["paused"], reasons)
+	}
+	if code, body := readyz(addr); code != 503 || !strings.Contains(body, "systemic failure ("+class+")") {
+		t.Errorf("/readyz = %d %q, want 503 naming %s", code, body, class)
+	}
+	if n := strings.Count(p.logs(), "level=ERROR"); n != 1 {
+		t.Errorf("%d ERROR lines, want 1:\n%s", n, p.logs())
+	}
+}
+
+// TestSystemicHTTP401: an expired token (401 for every request).
+func TestSystemicHTTP401(t *testing.T) {
+	const n = 200
+	url, stream, _ := setupNATS(t, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	api.SetFailure(testapi.FailStatus(401))
+	addr := freeAddr(t)
+	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
+	cfg := writeFile(t, "c.yaml", systemicHTTPConfig(url, stream, api.URL(), "", "  max_attempts: 3", dlq, addr))
+	p := start(t, nil, "run", "-c", cfg)
+	checkHeldNotDrained(t, p, addr, dlq, "http 401")
+
+	api.SetFailure(testapi.FailNone)
+	testkit.Eventually(t, 60*time.Second, "every message delivered after the token is fixed", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == n
+	})
+	if code, _ := readyz(addr); code != 200 {
+		t.Errorf("/readyz = %d after the fix, want 200", code)
+	}
+	if code := p.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("exit = %d", code)
+	}
+	if n := strings.Count(p.logs(), "level=ERROR"); n != 1 {
+		t.Errorf("%d ERROR lines, want 1", n)
+	}
+	if c := distinctKeys(api.Accepted()); c != n {
+		t.Errorf("API accepted %d distinct, want %d", c, n)
+	}
+}
+
+// TestSystemicTemplateError: a body template with a misspelt field fails
+// every message; the fix is a corrected config and a restart.
+func TestSystemicTemplateError(t *testing.T) {
+	const n = 100
+	url, stream, _ := setupNATS(t, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	addr := freeAddr(t)
+	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
+	bad := writeFile(t, "bad.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Valeu}}}'`, "  max_attempts: 3", dlq, addr))
+	p := start(t, nil, "run", "-c", bad)
+	checkHeldNotDrained(t, p, addr, dlq, "render template")
+	if code := p.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("exit = %d", code)
+	}
+
+	good := writeFile(t, "good.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Value}}}'`, "  max_attempts: 3", dlq, addr))
+	p2 := start(t, nil, "run", "-c", good)
+	testkit.Eventually(t, 60*time.Second, "every message delivered after the fix", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == n
+	})
+	p2.stop(t, 30*time.Second)
+	if c := distinctKeys(api.Accepted()); c != n {
+		t.Errorf("API accepted %d distinct, want %d", c, n)
+	}
+	if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
+		t.Errorf("dead letters after the fix:\n%s", b)
+	}
+}
+
+// TestSystemicRefusedConnection: the API refuses connections (down for
+// longer than the retries last): retries warn, then the breaker holds
+// everything; when the API is back, everything is delivered.
+func TestSystemicRefusedConnection(t *testing.T) {
+	const n = 100
+	url, stream, _ := setupNATS(t, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	proxy := testenv.NewTCPProxy(t, strings.TrimPrefix(api.URL(), "http://"))
+	proxy.Stop()
+	addr := freeAddr(t)
+	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
+	cfg := writeFile(t, "c.yaml", systemicHTTPConfig(url, stream, "http://"+proxy.Addr(), "",
+		"  max_attempts: 5\n  initial_backoff: 10ms\n  max_backoff: 50ms", dlq, addr))
+	p := start(t, nil, "run", "-c", cfg)
+	checkHeldNotDrained(t, p, addr, dlq, "http connect")
+	if !strings.Contains(p.logs(), "retry burst") {
+		t.Errorf("no WARN about the retries:\n%s", p.logs())
+	}
+
+	if err := proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 60*time.Second, "every message delivered once the API is back", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == n
+	})
+	p.stop(t, 30*time.Second)
+	if c := distinctKeys(api.Accepted()); c != n {
+		t.Errorf("API accepted %d distinct, want %d", c, n)
+	}
+}
+
+// TestSystemicPostgresRenamedTable: the target table is renamed away
+// (42P01 for every insert) and back.
+func TestSystemicPostgresRenamedTable(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	const n = 120
+	url, stream, js := setupNATS(t, n)
+	table := testenv.UniqueName(t, "pacer_sys")
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.Exec(`DROP TABLE IF EXISTS "` + table + `"`)
+		_, _ = db.Exec(`DROP TABLE IF EXISTS "` + table + `_moved"`)
+		db.Close()
+	})
+	addr := freeAddr(t)
+	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
+	cfg := writeFile(t, "c.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+shaping:
+  rate: 500/s
+  burst: 20
+  max_in_flight: 4
+sink:
+  type: sql
+  sql:
+    driver: postgres
+    dsn: %q
+    table: %s
+    create_table: true
+retry:
+  max_attempts: 3
+`, url, stream, dsn, table)+fmt.Sprintf(systemicTail, dlq, addr))
+	p := start(t, nil, "run", "-c", cfg)
+	testkit.Eventually(t, 60*time.Second, "the first messages acked", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == n
+	})
+	if _, err := db.Exec(`ALTER TABLE "` + table + `" RENAME TO "` + table + `_moved"`); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range n {
+		if _, err := js.Publish(ctx, stream+".orders", fmt.Appendf(nil, `{"n":%d}`, n+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkHeldNotDrained(t, p, addr, dlq, "sqlstate 42P01")
+	if _, err := db.Exec(`ALTER TABLE "` + table + `_moved" RENAME TO "` + table + `"`); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 60*time.Second, "every message delivered once the table is back", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == 2*n
+	})
+	p.stop(t, 30*time.Second)
+	var rows, distinct int
+	if err := db.QueryRow(`SELECT count(*), count(DISTINCT message_id) FROM "`+table+`"`).Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if distinct != 2*n {
+		t.Errorf("%d distinct rows, want %d", distinct, 2*n)
+	}
+}
+
+// count is how many distinct message IDs (Idempotency-Key) the API accepted.
+func distinctKeys(reqs []testapi.Request) int {
+	seen := map[string]bool{}
+	for _, r := range reqs {
+		seen[r.IdempotencyKey] = true
+	}
+	return len(seen)
+}
+
+var _ jetstream.JetStream
