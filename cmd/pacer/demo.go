@@ -104,7 +104,7 @@ func (d demoCmd) Run(e *env) error {
 	if d.Converge {
 		// The whole backlog at once, and an API that says only "429,
 		// Retry-After: 1": the hardest case for finding its limit.
-		plan = loadPlan{Spike1: total}
+		plan = loadgen.Plan{Spike1: total}
 		apiCfg.Burst, apiCfg.Headers = 10, testapi.HeadersNone
 	}
 
