@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer"
+
+	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
 // Config is the whole configuration of one pacer worker.
@@ -391,7 +394,7 @@ func Default() Config {
 			Kafka: Kafka{
 				Group:         "pacer",
 				ClientID:      "pacer",
-				Version:       "3.6.0",
+				Version:       kafka.DefaultVersion,
 				InitialOffset: "oldest",
 			},
 			NATS: NATS{
@@ -404,32 +407,32 @@ func Default() Config {
 			},
 		},
 		Shaping: Shaping{
-			MaxWait:     Duration(5 * time.Second),
-			QueueSize:   1000,
-			MaxInFlight: 16,
-			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
+			MaxWait:     Duration(pacer.DefaultMaxWait),
+			QueueSize:   pacer.DefaultQueueSize,
+			MaxInFlight: pacer.DefaultMaxInFlight,
+			PerKey:      PerKey{Key: "key", MaxKeys: pacer.DefaultPerKeyMaxKeys, IdleTTL: Duration(pacer.DefaultPerKeyIdleTTL)},
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
 			Adaptive: Adaptive{Mode: "auto", Decrease: 0.5, Interval: Duration(time.Second)},
 			Fairness: Fairness{Key: "key", MaxShare: 0.5},
 		},
 		Sink: Sink{
-			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},
+			HTTP:   HTTP{Method: "POST", ContentType: httpsink.DefaultContentType, Timeout: Duration(httpsink.DefaultTimeout)},
 			SQL:    SQL{Driver: "postgres", Table: "pacer_messages"},
 			Stdout: Stdout{Format: "json"},
 		},
 		DeadLetter: DeadLetter{Type: "file", Path: "pacer-dead-letters.jsonl"},
 		Retry: Retry{
-			MaxAttempts:    10,
-			InitialBackoff: Duration(100 * time.Millisecond),
-			MaxBackoff:     Duration(30 * time.Second),
+			MaxAttempts:    pacer.DefaultMaxAttempts,
+			InitialBackoff: Duration(pacer.DefaultRetryInitial),
+			MaxBackoff:     Duration(pacer.DefaultRetryMax),
 			MaxPause:       Duration(pacer.DefaultMaxPause),
 		},
 		Ordering:     "none",
 		Batching:     Batching{Size: 1},
 		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
-		DrainTimeout: Duration(30 * time.Second),
+		DrainTimeout: Duration(pacer.DefaultDrainTimeout),
 		Breaker: Breaker{Enabled: true, Consecutive: 10, Window: 100, Ratio: 0.5,
 			ProbeInitial: Duration(time.Second), ProbeMax: Duration(time.Minute)},
 	}

@@ -3,6 +3,10 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/pacer-dev/pacer/pacer"
+	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
 // TestEnvValuesArriveExactly: a variable's value reaches its field as it
@@ -214,5 +218,32 @@ func TestListFromOneVariable(t *testing.T) {
 	ps := problemsOf(t, strings.Replace(text, "brokers: ${B:-127.0.0.1:9092}", "brokers: [${B:-127.0.0.1:9092}]", 1), nil)
 	if !strings.Contains(ps.Error(), "write field: ${X} for a comma-separated list") {
 		t.Errorf("[${X}]: %v", ps)
+	}
+}
+
+// TestDefaultsAreTheLibraries: the worker's defaults are the library
+// packages' own, so a field left out means the same in YAML and in Go.
+func TestDefaultsAreTheLibraries(t *testing.T) {
+	d := Default()
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"shaping.queue_size", d.Shaping.QueueSize, pacer.DefaultQueueSize},
+		{"shaping.max_in_flight", d.Shaping.MaxInFlight, pacer.DefaultMaxInFlight},
+		{"shaping.max_wait", d.Shaping.MaxWait.D(), pacer.DefaultMaxWait},
+		{"shaping.per_key.max_keys", d.Shaping.PerKey.MaxKeys, pacer.DefaultPerKeyMaxKeys},
+		{"shaping.per_key.idle_ttl", d.Shaping.PerKey.IdleTTL.D(), pacer.DefaultPerKeyIdleTTL},
+		{"sink.http.timeout", d.Sink.HTTP.Timeout.D(), httpsink.DefaultTimeout},
+		{"sink.http.content_type", d.Sink.HTTP.ContentType, httpsink.DefaultContentType},
+		{"source.kafka.version", d.Source.Kafka.Version, kafka.DefaultVersion},
+		{"retry.max_attempts", d.Retry.MaxAttempts, pacer.DefaultMaxAttempts},
+		{"retry.initial_backoff", d.Retry.InitialBackoff.D(), pacer.DefaultRetryInitial},
+		{"retry.max_backoff", d.Retry.MaxBackoff.D(), pacer.DefaultRetryMax},
+		{"drain_timeout", d.DrainTimeout.D(), pacer.DefaultDrainTimeout},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s default = %v, the library's = %v", c.name, c.got, c.want)
+		}
 	}
 }

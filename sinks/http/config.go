@@ -58,7 +58,7 @@ func (e *StatusError) Error() string {
 // Defaults for the zero values of Config.
 const (
 	DefaultContentType       = "application/json"
-	DefaultTimeout           = 30 * time.Second
+	DefaultTimeout           = 10 * time.Second
 	DefaultIdempotencyHeader = "Idempotency-Key"
 	DefaultMaxInFlight       = 16
 )
