@@ -177,10 +177,15 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
 	ec.Logger = log
-	hooks, err := metricsHooks(w.reg)
+	hooks, m, err := metricsHooks(w.reg)
 	if err != nil {
 		return nil, err
 	}
+	traced, err := tracingHooks(cfg, m, lookup, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	ec.Hooks = append(ec.Hooks, traced...)
 	ec.Hooks = append(ec.Hooks, hooks...)
 	ec.Hooks = append(ec.Hooks, extra...)
 	eng, err := pacer.New(ec)

@@ -272,6 +272,7 @@ func httpSinkConfig(cfg *config.Config) httpsink.Config {
 		SuccessPath:       h.SuccessPath,
 		TLS: httpsink.TLSConfig{CAFile: h.TLS.CAFile, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile,
 			ServerName: h.TLS.ServerName, InsecureSkipVerify: h.TLS.InsecureSkipVerify},
+		WrapTransport: tracingTransport(cfg),
 	}
 }
 

@@ -114,6 +114,10 @@ type Config struct {
 	// Client replaces the HTTP client the sink builds (then Timeout still
 	// applies per request, but MaxInFlight and TLS do not). For tests.
 	Client *http.Client
+	// WrapTransport, if set, wraps the transport the sink builds (not a
+	// Client given above), for example to carry trace context in every
+	// request (pacer/otelhook.Transport).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Now replaces time.Now (HTTP-date Retry-After, latency). For tests.
 	Now func() time.Time
 }
