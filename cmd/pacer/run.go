@@ -303,7 +303,7 @@ func (w *worker) reload(e *env, path string) {
 	w.cfg.Shaping.Global = keepGlobal
 	w.shaping = sh
 	w.reloads++
-	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
+	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
 // reloadGlobal applies a reloaded shaping.global: the shared rate and
