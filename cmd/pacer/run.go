@@ -47,10 +47,13 @@ func (r runCmd) Run(e *env) error {
 	}
 	log = slog.New(rec.wrap(log.Handler()))
 
-	w, err := newWorker(cfg, log, e.stdout, e.lookup)
+	w, err := startWorker(e.ctx, cfg.Admin, log, func() (*worker, error) { return newWorker(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
 		return &exitError{code: exitFailure, err: err}
+	}
+	if w == nil {
+		return nil // stopped while waiting for the brokers
 	}
 	defer w.close()
 	w.errors = rec

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -242,4 +244,18 @@ func (c *Config) withDefaults() Config {
 		cc.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cc
+}
+
+// redactURL hides passwords in a comma-separated list of server URLs, for
+// logs.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		} else {
+			parts[i] = "(unparsable URL)"
+		}
+	}
+	return strings.Join(parts, ",")
 }

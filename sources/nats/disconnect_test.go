@@ -65,3 +65,10 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+func TestRedactURL(t *testing.T) {
+	got := redactURL("nats://u:s3cret@a:4222,nats://b:4222")
+	if strings.Contains(got, "s3cret") || !strings.Contains(got, "b:4222") {
+		t.Errorf("redactURL = %q", got)
+	}
+}
