@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -171,10 +172,15 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
 	ec.Logger = log
-	hooks, err := metricsHooks(w.reg)
+	hooks, m, err := metricsHooks(w.reg)
 	if err != nil {
 		return nil, err
 	}
+	traced, err := tracingHooks(cfg, m, lookup, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	ec.Hooks = append(ec.Hooks, traced...)
 	ec.Hooks = append(ec.Hooks, hooks...)
 	ec.Hooks = append(ec.Hooks, extra...)
 	eng, err := pacer.New(ec)
@@ -280,7 +286,7 @@ func (w *worker) reload(e *env, path string) {
 		case old.Warmup == cfg.Shaping.Warmup && old.Rate == cfg.Shaping.Rate && len(w.shaping.Quotas) > len(old.Quotas):
 			sh.Quotas[n] = w.shaping.Quotas[len(old.Quotas)] // the same warm-up, still warming or warm
 		case time.Since(w.started) >= cfg.Shaping.Warmup.D():
-			sh.Quotas = sh.Quotas[:n] // start-up is over: no new cold start
+			sh.Quotas = slices.Delete(sh.Quotas, n, n+1) // start-up is over: no new cold start
 		}
 	}
 	if err := w.engine.Reload(sh); err != nil {

@@ -28,6 +28,8 @@ type Config struct {
 	Batching Batching `yaml:"batching" json:"batching"`
 	Admin    Admin    `yaml:"admin" json:"admin"`
 	Log      Log      `yaml:"log" json:"log"`
+	// Telemetry is OpenTelemetry tracing (off by default).
+	Telemetry Telemetry `yaml:"telemetry" json:"telemetry"`
 	// DrainTimeout bounds a clean stop (SIGTERM): in-flight deliveries get
 	// this long to finish; what does not finish is left for redelivery.
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
@@ -160,6 +162,11 @@ type Shaping struct {
 	// Fairness and Priority order the waiting messages (see fairness.go).
 	Fairness Fairness `yaml:"fairness" json:"fairness"`
 	Priority Priority `yaml:"priority" json:"priority"`
+	// Timezone (IANA name, default UTC) is the local time of schedule and
+	// of calendar quotas.
+	Timezone string `yaml:"timezone" json:"timezone"`
+	// Schedule caps the rate by day of week and local time (see schedule.go).
+	Schedule []ScheduleRule `yaml:"schedule" json:"schedule"`
 }
 
 // PerKey limits each message key separately (enabled when rate is set).
@@ -180,7 +187,9 @@ type PerKey struct {
 type Quota struct {
 	Name  string `yaml:"name" json:"name"`
 	Limit Rate   `yaml:"limit" json:"limit"`
-	// Window: "sliding" (default) or "fixed".
+	// Window: "sliding" (default), "fixed" (aligned to the Unix epoch) or
+	// "calendar" (per day, week or month of shaping.timezone: resets at
+	// local midnight, on Monday, on the 1st).
 	Window string `yaml:"window" json:"window"`
 }
 
@@ -420,6 +429,7 @@ func Default() Config {
 		Batching:     Batching{Size: 1},
 		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
+		Telemetry:    DefaultTelemetry(),
 		DrainTimeout: Duration(30 * time.Second),
 		Breaker: Breaker{Enabled: true, Consecutive: 10, Window: 100, Ratio: 0.5,
 			ProbeInitial: Duration(time.Second), ProbeMax: Duration(time.Minute)},

@@ -16,9 +16,11 @@ func (c *Config) Validate() Problems {
 	v.source()
 	v.shaping()
 	v.fairness()
+	v.schedule()
 	v.sink()
 	v.deadLetter()
 	v.misc()
+	v.telemetry()
 	v.probs.sort()
 	return v.probs
 }
@@ -216,7 +218,7 @@ func (v *validator) shaping() {
 			v.add(p+".limit", "missing: a window limit such as 10000/day")
 		}
 		if q.Window != "" {
-			v.oneOf(p+".window", q.Window, "sliding", "fixed")
+			v.oneOf(p+".window", q.Window, "sliding", "fixed", "calendar")
 		}
 		if q.Name != "" {
 			if names[q.Name] {

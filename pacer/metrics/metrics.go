@@ -47,6 +47,10 @@ type Prometheus struct {
 
 	mu     sync.Mutex
 	status func() pacer.Status
+
+	// waitByExemplars: the Exemplars hook observes admitWait instead of
+	// OnAdmitted (set before the engine starts).
+	waitByExemplars bool
 }
 
 var (
@@ -137,7 +141,9 @@ func (p *Prometheus) OnConsumed(*pacer.Message) { p.consumed.Inc() }
 // OnAdmitted implements pacer.HookAdmitted.
 func (p *Prometheus) OnAdmitted(n int, wait time.Duration) {
 	p.admitted.Add(float64(n))
-	p.admitWait.Observe(wait.Seconds())
+	if !p.waitByExemplars {
+		p.admitWait.Observe(wait.Seconds())
+	}
 }
 
 // OnDelivered implements pacer.HookDelivered.
@@ -219,10 +225,13 @@ var (
 	descRate       = prometheus.NewDesc("pacer_shaper_rate_per_second", "Current sustained rate (0: unlimited).", nil, nil)
 	descConfRate   = prometheus.NewDesc("pacer_shaper_configured_rate_per_second", "Configured (maximum) sustained rate.", nil, nil)
 	descTokens     = prometheus.NewDesc("pacer_shaper_tokens", "Permits available in the token bucket (negative while borrowed).", nil, nil)
+	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.", []string{"source"}, nil)
+	descSinceThr   = prometheus.NewDesc("pacer_downstream_since_throttle_seconds", "Time since the downstream last throttled (-1: never).", nil, nil)
+	descPause      = prometheus.NewDesc("pacer_downstream_pause_seconds", "What is left of a pause the downstream imposed on every delivery (Retry-After, a spent window); 0: none.", nil, nil)
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens} {
+	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause} {
 		ch <- d
 	}
 }
@@ -254,4 +263,13 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	g(descRate, s.Rate)
 	g(descConfRate, s.ConfiguredRate)
 	g(descTokens, s.Tokens)
+	for _, src := range []pacer.LimitSource{pacer.LimitConfigured, pacer.LimitHeaders, pacer.Limit429} {
+		v := 0.0
+		if s.LimitSource == src.String() {
+			v = s.LearnedLimit
+		}
+		g(descLimit, v, src.String())
+	}
+	g(descSinceThr, s.SinceThrottle)
+	g(descPause, s.PauseSeconds)
 }
