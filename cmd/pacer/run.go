@@ -56,10 +56,13 @@ func (r runCmd) Run(e *env) error {
 		log.Warn("pacer: config: "+w.Msg, "field", w.Path, "line", w.Line)
 	}
 
-	w, err := newWorker(cfg, log, e.stdout, e.lookup)
+	w, err := startWorker(e.ctx, cfg.Admin, log, func() (*worker, error) { return newWorker(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
 		return &exitError{code: exitFailure, err: err, logged: true}
+	}
+	if w == nil {
+		return nil // stopped while waiting for the brokers
 	}
 	defer w.close()
 	w.errors = rec
@@ -317,7 +320,7 @@ func (w *worker) reload(e *env, path string) {
 	w.cfg.Shaping.Global = keepGlobal
 	w.shaping = sh
 	w.reloads++
-	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
+	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
 // reloadGlobal applies a reloaded shaping.global: the shared rate and
