@@ -16,6 +16,9 @@ func (v validateCmd) Run(e *env) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "ok: %s\n\n%s\n", v.Config, wrap(cfg.Summary(), 78))
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(e.stdout, "\nwarning: %s\n", wrap(w, 78))
+	}
 	return nil
 }
 
