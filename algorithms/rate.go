@@ -100,6 +100,10 @@ func (r Rate) String() string {
 		return strconv.FormatInt(r.Count, 10) + "/h"
 	case 24 * time.Hour:
 		return strconv.FormatInt(r.Count, 10) + "/day"
+	case 7 * 24 * time.Hour:
+		return strconv.FormatInt(r.Count, 10) + "/week"
+	case 30 * 24 * time.Hour:
+		return strconv.FormatInt(r.Count, 10) + "/month"
 	}
 	return strconv.FormatInt(r.Count, 10) + "/" + r.Per.String()
 }
@@ -122,9 +126,13 @@ var rateUnits = map[string]time.Duration{
 	"m": time.Minute, "min": time.Minute, "minute": time.Minute,
 	"h": time.Hour, "hour": time.Hour,
 	"d": 24 * time.Hour, "day": 24 * time.Hour,
+	// As rates, a week is 7 days and a month 30; a calendar quota
+	// (CalendarWindow) with such a limit resets on Monday or the 1st.
+	"w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour,
+	"month": 30 * 24 * time.Hour,
 }
 
-// ParseRate parses human rates: "100/s", "6000/m", "1M/day", "2.5k/h",
+// ParseRate parses human rates: "100/s", "6000/m", "1M/day", "1M/month" (30 days), "2.5k/h",
 // "1/30s", "0.5/s". Suffixes k, M, G multiply the count by 1e3, 1e6, 1e9.
 // The result is validated.
 func ParseRate(s string) (Rate, error) {

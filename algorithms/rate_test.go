@@ -104,7 +104,7 @@ func TestRateHelpers(t *testing.T) {
 		{Rate{5, time.Hour}, "5/h"},
 		{Rate{1000000, 24 * time.Hour}, "1000000/day"},
 		{Rate{1, 2 * time.Second}, "1/2s"},
-		{Rate{1, 720 * time.Hour}, "1/720h0m0s"},
+		{Rate{1, 720 * time.Hour}, "1/month"}, {Rate{1, 168 * time.Hour}, "1/week"}, {Rate{1, 719 * time.Hour}, "1/719h0m0s"},
 	} {
 		if got := tt.r.String(); got != tt.want {
 			t.Errorf("%#v.String() = %q want %q", tt.r, got, tt.want)

@@ -54,6 +54,9 @@ type controller struct {
 	gateMu    sync.Mutex
 	gateCause string // why the gate is raised (for /status and the log)
 	warn      func(msg string, args ...any)
+	info      func(msg string, args ...any)
+	lastLimit float64     // c.mu: the learned limit last logged
+	lastSrc   LimitSource // and its source
 
 	edge       windowEdge // c.mu
 	lastWarn   string     // c.mu: the last header warning logged, and when
@@ -275,10 +278,11 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 	cause := ""
 	if rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 {
 		var lim float64
-		if win := c.edge.window(rl); rl.Limit > 0 && win > 0 {
+		win := c.edge.window(rl)
+		if rl.Limit > 0 && win > 0 {
 			lim = float64(rl.Limit) / win.Seconds()
 		}
-		f.headers(now, rl.Remaining, c.capWait(left), lim)
+		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win)
 		changed, cause = true, "ratelimit-headers"
 	}
 	if throttled && f.throttle(now, gateEnd) {
@@ -292,6 +296,14 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 	}
 	if !changed {
 		return
+	}
+	if c.info != nil && (f.src != c.lastSrc || f.limit < 0.95*c.lastLimit || f.limit > 1.05*c.lastLimit) {
+		c.lastLimit, c.lastSrc = f.limit, f.src
+		since := "never"
+		if !f.lastThrottle.IsZero() {
+			since = now.Sub(f.lastThrottle).Round(time.Millisecond).String()
+		}
+		c.info("pacer: downstream limit", "limit", f.limit, "source", f.src.String(), "rate", f.rate, "burst", f.burst, "since_throttle", since, "cause", cause)
 	}
 	if f.burst != c.effBurst && c.applyBurst != nil {
 		c.effBurst = f.burst

@@ -89,6 +89,15 @@ func (e *Engine) worker(ctx context.Context) {
 			}
 			return
 		}
+		// Revoked while it waited for its permit (a rebalance): the next
+		// owner delivers it. The permit stays spent, so the admitted
+		// stream keeps its envelope.
+		if grp = e.dropRevoked(grp); len(grp) == 0 {
+			if probe {
+				e.endProbe()
+			}
+			continue
+		}
 		e.deliverBatch(grp, msgs[:0], results[:len(grp)], probe)
 		if probe {
 			e.endProbe()

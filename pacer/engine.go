@@ -143,6 +143,7 @@ func New(cfg Config) (*Engine, error) {
 	e.ctrl.apply = e.applyRate
 	e.ctrl.applyBurst = e.applyBurst
 	e.ctrl.warn = e.log.Warn
+	e.ctrl.info = e.log.Info
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff

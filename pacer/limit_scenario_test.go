@@ -31,7 +31,8 @@ type limitRun struct {
 	rate     float64
 	burst    int
 	peak     float64
-	during   func(api *testapi.API, start time.Time) // runs in the bubble while the engines run
+	during   func(api *testapi.API, start time.Time, stop <-chan struct{}) // runs in the bubble while the engines run
+	global   func() algorithms.Limiter                                     // a limiter shared by the workers (nil: none)
 	inFlight int
 }
 
@@ -110,6 +111,10 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 	led.Attach(msgs)
 	dl := &pacertest.DeadLetters{}
 	engines := make([]*pacer.Engine, workers)
+	var global algorithms.Limiter
+	if lr.global != nil {
+		global = lr.global()
+	}
 	for w := range workers {
 		part := msgs[w*len(msgs)/workers : (w+1)*len(msgs)/workers]
 		sink, err := httpsink.New(httpsink.Config{
@@ -121,10 +126,13 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 		}
 		e, err := pacer.New(pacer.Config{
 			Source: pacertest.NewSource(part), Sink: sink, DeadLetter: dl,
+			// Every worker runs the same configuration, as a consumer
+			// group does.
 			Shaping: pacer.Shaping{
-				Rate:  algorithms.PerSecond(lr.rate / float64(workers)),
-				Burst: max(1, lr.burst/workers),
-				Peak:  algorithms.PerSecond(lr.peak / float64(workers)),
+				Rate:   algorithms.PerSecond(lr.rate),
+				Burst:  lr.burst,
+				Peak:   algorithms.PerSecond(lr.peak),
+				Global: global,
 			},
 			MaxInFlight: lr.inFlight, QueueSize: 64,
 			Adaptive: pacer.AdaptiveConfig{Mode: lr.mode},
@@ -137,9 +145,10 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 	}
 	start := time.Now()
 	done := make(chan struct{})
+	stop := make(chan struct{})
 	if lr.during != nil {
 		go func() {
-			lr.during(api, start)
+			lr.during(api, start, stop)
 			close(done)
 		}()
 	} else {
@@ -159,6 +168,7 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 	for _, e := range engines {
 		status = append(status, e.Status())
 	}
+	close(stop)
 	api.Close()
 	<-done
 	res := limitResult{start: start, took: took, throttled: api.Throttled(), status: status,
@@ -269,7 +279,7 @@ func TestLimitChanges(t *testing.T) {
 			r := runLimit(t, limitRun{
 				api:  testapi.Config{Rate: 50, Burst: 10, Headers: tc.h},
 				mode: pacer.AdaptiveAuto, n: n,
-				during: func(api *testapi.API, start time.Time) {
+				during: func(api *testapi.API, start time.Time, _ <-chan struct{}) {
 					time.Sleep(time.Until(start.Add(tc.step)))
 					api.SetRate(20, 10)
 					time.Sleep(time.Until(start.Add(2 * tc.step)))
@@ -291,5 +301,113 @@ func TestLimitChanges(t *testing.T) {
 			within(tc.step+tc.settle, 2*tc.step, 20, 0.1)
 			within(2*tc.step+tc.settleUp, last, 80, tc.tolUp)
 		})
+	}
+}
+
+// Scenario 3: a sliding-window API (at most 50 in any trailing second),
+// 429 + Retry-After only, and with rate-limit headers whose reset is the
+// time until the oldest request leaves the window, in whole seconds.
+// Targets as for scenario 1: >= 45/s sustained after 10s, <= 3% 429s.
+//
+// NOT MET (BENCHMARKS.md): 429-only holds 42/s (84%); with headers, pacing
+// remaining/reset converges to half the limit (remaining = 50 - rate, reset
+// rounded up to 1s), 24/s. The floors below guard those figures until the
+// controller learns sliding windows; they are not the targets.
+func TestLimitSlidingWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		h     testapi.Headers
+		floor float64 // share of the limit held today (target 0.9)
+	}{
+		{"429-only", testapi.HeadersNone, 0.8},
+		{"headers", testapi.HeadersAll, 0.45},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit, n = 50.0, 1500
+			r := runLimit(t, limitRun{
+				api:  testapi.Config{Rate: limit, Limiter: testapi.LimiterSlidingWindow, Headers: tc.h},
+				mode: pacer.AdaptiveAuto, n: n,
+			})
+			sus := r.sustained(10 * time.Second)
+			t.Logf("%s: %d accepted in %v, 429s %d (%.2f%%), sustained after 10s %.1f/s (target 45/s); per second:%s", tc.name, len(r.accepted), r.took, len(r.throttled), 100*r.ratio429(), sus, r.perSecond())
+			r.check(t, n)
+			if sus < tc.floor*limit {
+				t.Errorf("sustained %.1f/s < %.0f%% of the limit %g/s", sus, 100*tc.floor, limit)
+			}
+			if r.ratio429() > 0.03 {
+				t.Errorf("429s %.2f%% of requests > 3%%", 100*r.ratio429())
+			}
+		})
+	}
+}
+
+// Scenario 5: another client spends 20/s of the same 50/s key (token
+// bucket, burst 10). Target: this worker gets >= 90% of the 30/s left,
+// <= 3% 429s.
+func TestLimitSecondClient(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  testapi.Config
+	}{
+		{"429-only", testapi.Config{Rate: 50, Burst: 10, Headers: testapi.HeadersNone}},
+		{"fixed-window-headers", testapi.Config{Rate: 50, Limiter: testapi.LimiterFixedWindow, Headers: testapi.HeadersXEpoch}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 900
+			other := 0
+			r := runLimit(t, limitRun{
+				api: tc.cfg, mode: pacer.AdaptiveAuto, n: n,
+				during: func(api *testapi.API, start time.Time, stop <-chan struct{}) {
+					tick := time.NewTicker(50 * time.Millisecond)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							other = api.Others()
+							return
+						case <-tick.C:
+							api.Spend(1)
+						}
+					}
+				},
+			})
+			sus := r.sustained(10 * time.Second)
+			t.Logf("%s: %d accepted in %v (the other client %d), 429s %d (%.2f%%), sustained after 10s %.1f/s; per second:%s", tc.name, len(r.accepted), r.took, other, len(r.throttled), 100*r.ratio429(), sus, r.perSecond())
+			r.check(t, n)
+			if sus < 0.9*30 {
+				t.Errorf("sustained %.1f/s < 90%% of the 30/s left", sus)
+			}
+			if r.ratio429() > 0.03 {
+				t.Errorf("429s %.2f%% of requests > 3%%", 100*r.ratio429())
+			}
+		})
+	}
+}
+
+// Scenario 6: three workers, each configured at 100/s, share one 50/s key
+// (token bucket, burst 10, 429 + Retry-After only), without a shared
+// budget: each learns the limit from its own throttles. Target: the
+// aggregate within the bounds of one worker (>= 45/s sustained, <= 3%
+// 429s). NOT reliably met: the aggregate is 45.5/s in most runs and 41/s
+// in some (goroutine order in the bubble decides which worker is throttled
+// first); the floor below (80%) guards that until the learned limit is
+// shared between workers.
+func TestLimitThreeWorkers(t *testing.T) {
+	const limit, n = 50.0, 1500
+	r := runLimit(t, limitRun{
+		api:  testapi.Config{Rate: limit, Burst: 10, Headers: testapi.HeadersNone},
+		mode: pacer.AdaptiveAuto, n: n, workers: 3,
+	})
+	sus := r.sustained(10 * time.Second)
+	t.Logf("3 workers: %d accepted in %v, 429s %d (%.2f%%), sustained after 10s %.1f/s; per second:%s", len(r.accepted), r.took, len(r.throttled), 100*r.ratio429(), sus, r.perSecond())
+	for i, st := range r.status {
+		t.Logf("worker %d: rate %.1f, learned %.1f (%s)", i, st.Rate, st.LearnedLimit, st.LimitSource)
+	}
+	r.check(t, n)
+	if sus < 0.8*limit {
+		t.Errorf("aggregate sustained %.1f/s < 80%% of the limit %g/s", sus, limit)
+	}
+	if r.ratio429() > 0.03 {
+		t.Errorf("429s %.2f%% of requests > 3%%", 100*r.ratio429())
 	}
 }

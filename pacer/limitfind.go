@@ -258,7 +258,11 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 // quota's own rate (answers lag: what is in flight is not counted yet);
 // with nothing left, the rate is the quota's (the gate waits for the
 // reset).
-func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64) {
+//
+// quota and window, when known (0 if not), let it see what other clients of
+// the same key spend in the current window (quota - remaining - ours): the
+// budget is shared with them at the rate they have been spending it.
+func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration) {
 	f.probing = false
 	f.src = LimitHeaders
 	if limit > 0 {
@@ -271,7 +275,19 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		return
 	}
 	f.hdrUntil = now.Add(left)
-	r := float64(remaining) / left.Seconds()
+	// The last unit is kept in reserve: another client of the same key
+	// racing for it would cost a 429 and its Retry-After, rounded up to
+	// whole seconds (a window, where windows are a second long).
+	spare := float64(max(remaining-1, 0))
+	if quota > 0 && window > left {
+		if el := window - left; el >= 100*time.Millisecond {
+			ours := f.count(now.Add(-el), now)
+			if foreign := quota - remaining - ours; foreign > 0 {
+				spare = max(0, spare-float64(foreign)/el.Seconds()*left.Seconds())
+			}
+		}
+	}
+	r := spare / left.Seconds()
 	if limit <= 0 && r > 0 && (f.limit == 0 || r > f.limit) {
 		f.limit = r
 	}

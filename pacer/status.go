@@ -26,6 +26,8 @@ type Status struct {
 	// PauseCause is why the downstream paused every delivery until
 	// RetryAfter (the header and its value).
 	PauseCause string `json:"pause_cause,omitempty"`
+	// PauseSeconds is how long that pause still lasts (0: none).
+	PauseSeconds float64 `json:"pause_seconds,omitempty"`
 	// LearnedLimit is the downstream's limit as the auto controller knows
 	// it (events/s; 0 unknown), LimitSource where it comes from
 	// (configured, headers, 429s), LastThrottle when the downstream last
@@ -89,6 +91,7 @@ func (e *Engine) Status() Status {
 	if g := e.ctrl.gateUntil(); g > now.UnixNano() {
 		s.RetryAfter = time.Unix(0, g).UTC()
 		s.PauseCause = e.ctrl.pauseCause()
+		s.PauseSeconds = time.Duration(g - now.UnixNano()).Seconds()
 	}
 	lim, src, last, burst := e.ctrl.learned()
 	s.LearnedLimit, s.LimitSource, s.Burst = lim, src.String(), burst

@@ -25,6 +25,7 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 func TestTagSafe(t *testing.T) {
@@ -251,10 +252,17 @@ func TestPerKeyEviction(t *testing.T) {
 // The workers also cancel some grants (Cancel gives permits back to the
 // lease) and now and then restart (Close gives the lease back to Redis, and
 // a new Limiter starts empty): neither may mint permits.
+//
+// It runs a fixed seed (the same in every run, CI included), then one from
+// the clock; PACER_REDIS_SEED replays a failure in place of the latter.
 func TestEnvelopeProperty(t *testing.T) {
 	e := newEnv(t)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	for _, seed := range testkit.Seeds(t, "PACER_REDIS_SEED", 1) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { envelopeProperty(t, e, seed) })
+	}
+}
+
+func envelopeProperty(t *testing.T, e *env, seed uint64) {
 	for round := 0; round < 3; round++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		workers := 2 + rng.IntN(3)
@@ -262,7 +270,7 @@ func TestEnvelopeProperty(t *testing.T) {
 		burst := 5 + rng.IntN(40)
 		maxN := 1 + rng.IntN(3)
 		t.Run(fmt.Sprintf("w%d_r%d_b%d_n%d", workers, rate, burst, maxN), func(t *testing.T) {
-			cfg := e.cfg(fmt.Sprintf("env%d", round), algorithms.PerSecond(float64(rate)), burst)
+			cfg := e.cfg(fmt.Sprintf("env%d_%d", seed, round), algorithms.PerSecond(float64(rate)), burst)
 			cfg.Lease = time.Duration(20+rng.IntN(100)) * time.Millisecond
 			var (
 				mu    sync.Mutex

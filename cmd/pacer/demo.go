@@ -42,6 +42,7 @@ type demoCmd struct {
 	Chart    string        `default:"pacer-demo.png" help:"Chart file to write (.png or .svg)."`
 	Admin    string        `default:"127.0.0.1:9090" help:"Admin listener with the live status page (a free port if taken; \"\" for none)."`
 	Plain    bool          `help:"Plain progress lines even on a terminal."`
+	Converge bool          `help:"The mock API allows only half the rate (or --api-rate) and answers 429 with Retry-After alone, no rate-limit headers; the backlog is there from the start. The chart shows the auto controller finding the API's limit."`
 }
 
 // demoSample is one progress sample.
@@ -52,6 +53,7 @@ type demoSample struct {
 	queue                         int
 	paused                        bool
 	throttled                     int
+	rate, limit                   float64 // the engine's rate and learned limit
 }
 
 // admissionLog records admission times (a pacer.HookAdmitted).
@@ -81,16 +83,29 @@ func (d demoCmd) Run(e *env) error {
 		if !s.Peak.IsZero() {
 			apiRate = s.Peak.PerSecond()
 		}
+		if d.Converge {
+			apiRate = s.Rate.PerSecond() / 2
+		}
 	}
 	total := d.Messages
 	if total <= 0 {
 		total = max(10, int(0.7*s.Rate.PerSecond()*d.Duration.Seconds()))
+		if d.Converge {
+			total = max(10, int(0.9*apiRate*d.Duration.Seconds()))
+		}
 	}
 	// A spike, a steady stream below the rate, a quiet gap, a second spike.
 	steadyRate := 0.6 * s.Rate.PerSecond()
 	plan := loadPlan{Spike1: total * 35 / 100, Steady: total * 35 / 100, SteadyRate: steadyRate}
 	plan.Spike2 = total - plan.Spike1 - plan.Steady
 	plan.Gap = d.Duration / 20
+	apiCfg := testapi.Config{Rate: apiRate}
+	if d.Converge {
+		// The whole backlog at once, and an API that says only "429,
+		// Retry-After: 1": the hardest case for finding its limit.
+		plan = loadPlan{Spike1: total}
+		apiCfg.Burst, apiCfg.Headers = 10, testapi.HeadersNone
+	}
 
 	tmp, err := os.MkdirTemp("", "pacer-demo-")
 	if err != nil {
@@ -122,7 +137,7 @@ func (d demoCmd) Run(e *env) error {
 	}
 
 	// 2. The rate-limited API.
-	api := testapi.New(testapi.Config{Rate: apiRate})
+	api := testapi.New(apiCfg)
 	defer api.Close()
 
 	// 3. The real engine between them.
@@ -242,7 +257,8 @@ loop:
 			sent := uint64(len(pubTimes))
 			pubMu.Unlock()
 			smp := demoSample{t: now.Sub(start).Seconds(), published: sent, consumed: st.Consumed, admitted: st.Admitted,
-				delivered: as.Unique, queue: st.QueueDepth, paused: st.Paused, throttled: as.Throttled}
+				delivered: as.Unique, queue: st.QueueDepth, paused: st.Paused, throttled: as.Throttled,
+				rate: st.Rate, limit: st.LearnedLimit}
 			samples = append(samples, smp)
 			line := progressLine(samples, total)
 			if bar != nil {
@@ -317,7 +333,11 @@ loop:
 	_ = tw.Render()
 
 	if d.Chart != "" {
-		if err := writeChart(d.Chart, demoPanels(start, pubTimes, admitted, acceptedTimes, samples, s)); err != nil {
+		panels := demoPanels(start, pubTimes, admitted, acceptedTimes, samples, s)
+		if d.Converge {
+			panels = convergePanels(start, acceptedTimes, api.Throttled(), samples, s, apiRate)
+		}
+		if err := writeChart(d.Chart, panels); err != nil {
 			fmt.Fprintln(e.stderr, "demo: chart:", err)
 		} else {
 			abs, _ := filepath.Abs(d.Chart)
@@ -475,6 +495,32 @@ func demoPanels(start time.Time, pub, adm, acc []time.Time, samples []demoSample
 			{name: "queue depth", color: colQueue, x: qx, y: qy},
 			{name: "source paused (at queue size)", color: colBacklog, x: qx, y: pz, dash: true},
 		}},
+	}
+}
+
+// convergePanels is the --converge chart: what the API accepted and
+// refused against its limit, and the engine's rate and learned limit.
+func convergePanels(start time.Time, acc, refused []time.Time, samples []demoSample, s config.Shaping, apiRate float64) []panel {
+	end := 1.0
+	if len(samples) > 0 {
+		end = samples[len(samples)-1].t
+	}
+	width := max(0.5, end/60)
+	n := int(end/width) + 1
+	dx, dy := ratePerBin(start, acc, n, width)
+	tx, ty := ratePerBin(start, refused, n, width)
+	rx, ry, ly := make([]float64, len(samples)), make([]float64, len(samples)), make([]float64, len(samples))
+	for i, smp := range samples {
+		rx[i], ry[i], ly[i] = smp.t, smp.rate, smp.limit
+	}
+	return []panel{
+		{title: fmt.Sprintf("pacer demo --converge: configured %s, the API allows %.0f/s (429 + Retry-After only)", s.Rate, apiRate),
+			xlabel: "time (s)", ylabel: "requests / s", hline: apiRate, hlineLabel: fmt.Sprintf("API limit %.0f/s", apiRate), lines: []series{
+				{name: "accepted by the API", color: colDelivered, x: dx, y: dy},
+				{name: "answered 429", color: colBacklog, x: tx, y: ty},
+				{name: "pacer's rate", color: colAdmitted, x: rx, y: ry, dash: true},
+				{name: "learned limit", color: colIncoming, x: rx, y: ly, dash: true},
+			}},
 	}
 }
 

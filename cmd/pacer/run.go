@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/metrics"
 )
 
 type runCmd struct {
@@ -80,6 +83,9 @@ func (r runCmd) Run(e *env) error {
 		}
 	}()
 
+	if w.backlog != nil {
+		go w.backlog.run(e.ctx)
+	}
 	log.Info("pacer: running", "config", r.Config, "source", cfg.Source.Type, "sink", cfg.Sink.Type,
 		"rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
 	if err := w.engine.Run(e.ctx); err != nil {
@@ -109,6 +115,9 @@ type worker struct {
 	red     *redact.Redactor // masks secrets in /status and /readyz (nil: URLs only)
 	reloads int
 	started time.Time
+	// backlog measures what waits in the broker (nil for sources that
+	// cannot tell); run by Run.
+	backlog *backlogWatch
 	// shaping is the engine's current local shaping: its quota and warm-up
 	// limiters are kept across reloads that do not change them, so a
 	// SIGHUP never resets a daily quota or restarts a warm-up.
@@ -119,7 +128,8 @@ type worker struct {
 // described by cfg.
 func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(string) (string, bool), extra ...pacer.Hook) (*worker, error) {
 	w := &worker{cfg: cfg, log: log, lookup: lookup, reg: prometheus.NewRegistry(), started: time.Now()}
-	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.BuildInfo(buildVersion(), runtime.Version()))
 	ok := false
 	defer func() {
 		if !ok {
@@ -181,8 +191,26 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 		return nil, err
 	}
 	w.engine = eng
+	if err := w.watchBacklog(cfg); err != nil {
+		return nil, err
+	}
 	ok = true
 	return w, nil
+}
+
+// watchBacklog sets up the backlog measurement of a Kafka or NATS source
+// and exports it on the worker's registry; Run starts it.
+func (w *worker) watchBacklog(cfg *config.Config) error {
+	if cfg.Source.Type != "kafka" && cfg.Source.Type != "nats" {
+		return nil
+	}
+	r, err := newBacklogReader(cfg)
+	if err != nil {
+		return fmt.Errorf("source: backlog: %w", err)
+	}
+	w.closers.add(r.Close)
+	w.backlog = &backlogWatch{reader: r, interval: backlogInterval, rate: func() float64 { return w.engine.Status().Rate }}
+	return w.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return w.backlog.snapshot(time.Now()) }))
 }
 
 // redisLimiter connects one of shaping.global's Redis limiters (see
@@ -261,7 +289,7 @@ func (w *worker) reload(e *env, path string) {
 		case old.Warmup == cfg.Shaping.Warmup && old.Rate == cfg.Shaping.Rate && len(w.shaping.Quotas) > len(old.Quotas):
 			sh.Quotas[n] = w.shaping.Quotas[len(old.Quotas)] // the same warm-up, still warming or warm
 		case time.Since(w.started) >= cfg.Shaping.Warmup.D():
-			sh.Quotas = sh.Quotas[:n] // start-up is over: no new cold start
+			sh.Quotas = slices.Delete(sh.Quotas, n, n+1) // start-up is over: no new cold start
 		}
 	}
 	if err := w.engine.Reload(sh); err != nil {
@@ -358,12 +386,18 @@ type statusView struct {
 	} `json:"configured"`
 	GlobalMode string `json:"global_mode,omitempty"`
 	// Redis holds the Redis limiters' counters ("global", "per_key").
-	Redis      map[string]globalStatus `json:"redis,omitempty"`
-	Source     string                  `json:"source"`
-	Sink       string                  `json:"sink"`
-	Reloads    int                     `json:"reloads"`
-	Uptime     string                  `json:"uptime"`
-	LastErrors []errRecord             `json:"last_errors"`
+	Redis  map[string]globalStatus `json:"redis,omitempty"`
+	Source string                  `json:"source"`
+	Sink   string                  `json:"sink"`
+	// Backlog is what waits in the broker (Kafka lag, JetStream pending).
+	Backlog *backlogView `json:"backlog,omitempty"`
+	// UsefulWorkers is how many workers the global budget can keep busy
+	// (shaping.global.rate over this worker's shaping.rate, rounded up):
+	// more add nothing but Redis calls.
+	UsefulWorkers int         `json:"useful_workers,omitempty"`
+	Reloads       int         `json:"reloads"`
+	Uptime        string      `json:"uptime"`
+	LastErrors    []errRecord `json:"last_errors"`
 }
 
 // globalStatus is one Redis limiter in /status.
@@ -404,6 +438,12 @@ func (w *worker) status() any {
 		v.Redis["per_key"] = newGlobalStatus(w.globalKeyed.Stats())
 	}
 	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
+	if w.backlog != nil {
+		v.Backlog = newBacklogView(w.backlog.snapshot(time.Now()), w.backlog.lastError())
+	}
+	if w.global != nil {
+		v.UsefulWorkers = usefulWorkers(s.Global.Rate.PerSecond(), s.Rate.PerSecond())
+	}
 	v.Reloads = w.reloads
 	v.Uptime = time.Since(w.started).Round(time.Second).String()
 	v.Engine.Breaker.Cause = w.red.String(v.Engine.Breaker.Cause)

@@ -20,9 +20,11 @@ import (
 
 type simulateCmd struct {
 	Config string        `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file whose shaping to simulate."`
-	Trace  string        `required:"" type:"path" placeholder:"CSV" help:"Arrival trace: CSV rows 'seconds,count' (count messages arrive, spread evenly, from that offset to the next row)."`
+	Trace  string        `type:"path" placeholder:"CSV" help:"Arrival trace: CSV rows 'seconds,count' (count messages arrive, spread evenly, from that offset to the next row). Required unless --tenant is given."`
+	Tenant []string      `placeholder:"NAME=CSV" help:"A tenant and its arrival trace (repeat): simulate the tenants sharing the queue in FIFO order and with fairness, and chart each tenant's wait."`
 	Out    string        `required:"" type:"path" placeholder:"DIR" help:"Directory for chart.png, chart.svg and simulation.csv."`
 	Bucket time.Duration `default:"0s" help:"Width of one CSV row / chart point (0: about 600 points)."`
+	Start  string        `default:"2026-01-01T00:00:00Z" placeholder:"RFC3339" help:"When the trace starts (shaping.schedule and calendar quotas follow the clock from there)."`
 }
 
 // Run replays the trace through the shaper in virtual time.
@@ -31,6 +33,16 @@ func (s simulateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	start, err := time.Parse(time.RFC3339, s.Start)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--start: %w", err)}
+	}
+	if len(s.Tenant) > 0 {
+		return s.runTenants(e, cfg, start)
+	}
+	if s.Trace == "" {
+		return &exitError{code: exitUsage, err: errors.New("simulate: give --trace, or --tenant NAME=CSV for each tenant")}
+	}
 	tr, err := readTrace(s.Trace)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -38,7 +50,7 @@ func (s simulateCmd) Run(e *env) error {
 	if err := os.MkdirAll(s.Out, 0o755); err != nil {
 		return err
 	}
-	res, err := simulate(cfg.Shaping, tr, s.Bucket)
+	res, err := simulateFrom(cfg.Shaping, tr, s.Bucket, start)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -273,7 +285,11 @@ type chunk struct {
 
 // simulate runs the trace through the shaping in virtual time.
 func simulate(s config.Shaping, tr *trace, bucket time.Duration) (*simResult, error) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return simulateFrom(s, tr, bucket, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+// simulateFrom is simulate with the trace starting at t0.
+func simulateFrom(s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
 	lim, notes, err := shaperFor(s, t0)
 	if err != nil {
 		return nil, err

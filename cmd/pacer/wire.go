@@ -61,6 +61,9 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 	sh.KeyOf = keyFunc(keyBy)
 	for i, q := range s.Quotas {
 		l, err := buildQuota(q)
+		if q.Window == "calendar" {
+			l, err = calendarQuota(s, q)
+		}
 		if err != nil {
 			return sh, fmt.Errorf("shaping.quotas[%d]: %w", i, err)
 		}
@@ -72,6 +75,13 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 			return sh, fmt.Errorf("shaping.warmup: %w", err)
 		}
 		sh.Quotas = append(sh.Quotas, w)
+	}
+	if len(s.Schedule) > 0 {
+		b, err := scheduleStage(s, now)
+		if err != nil {
+			return sh, err
+		}
+		sh.Quotas = append(sh.Quotas, b) // last: a reload's warm-up handling indexes the quotas before it
 	}
 	return sh, nil
 }

@@ -160,6 +160,11 @@ type Shaping struct {
 	// Fairness and Priority order the waiting messages (see fairness.go).
 	Fairness Fairness `yaml:"fairness" json:"fairness"`
 	Priority Priority `yaml:"priority" json:"priority"`
+	// Timezone (IANA name, default UTC) is the local time of schedule and
+	// of calendar quotas.
+	Timezone string `yaml:"timezone" json:"timezone"`
+	// Schedule caps the rate by day of week and local time (see schedule.go).
+	Schedule []ScheduleRule `yaml:"schedule" json:"schedule"`
 }
 
 // PerKey limits each message key separately (enabled when rate is set).
@@ -180,7 +185,9 @@ type PerKey struct {
 type Quota struct {
 	Name  string `yaml:"name" json:"name"`
 	Limit Rate   `yaml:"limit" json:"limit"`
-	// Window: "sliding" (default) or "fixed".
+	// Window: "sliding" (default), "fixed" (aligned to the Unix epoch) or
+	// "calendar" (per day, week or month of shaping.timezone: resets at
+	// local midnight, on Monday, on the 1st).
 	Window string `yaml:"window" json:"window"`
 }
 

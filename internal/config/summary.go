@@ -74,6 +74,7 @@ func (c *Config) Summary() string {
 		}
 	}
 	s.fairnessSummary(&b)
+	s.scheduleSummary(&b)
 	if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()
 		if s.Adaptive.Min.IsZero() {

@@ -16,6 +16,7 @@ func (c *Config) Validate() Problems {
 	v.source()
 	v.shaping()
 	v.fairness()
+	v.schedule()
 	v.sink()
 	v.deadLetter()
 	v.misc()
@@ -222,7 +223,7 @@ func (v *validator) shaping() {
 			v.add(p+".limit", "missing: a window limit such as 10000/day")
 		}
 		if q.Window != "" {
-			v.oneOf(p+".window", q.Window, "sliding", "fixed")
+			v.oneOf(p+".window", q.Window, "sliding", "fixed", "calendar")
 		}
 		if q.Name != "" {
 			if names[q.Name] {

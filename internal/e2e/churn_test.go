@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
 )
@@ -76,19 +76,6 @@ func (s *churnSink) distinct() int {
 	return len(s.delivered)
 }
 
-// churnSeed is PACER_CHURN_SEED when set (to replay a failure), else the
-// time.
-func churnSeed(t *testing.T) uint64 {
-	if v := os.Getenv("PACER_CHURN_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("PACER_CHURN_SEED: %v", err)
-		}
-		return n
-	}
-	return uint64(time.Now().UnixNano())
-}
-
 // TestGroupChurnLosesNothing: engines over Kafka sources join and leave
 // one consumer group at random (seeded) moments while messages are in
 // flight; some leave with a drain timeout so short that in-flight work is
@@ -103,8 +90,15 @@ func TestGroupChurnLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: a few seconds of real rebalances")
 	}
-	seed := churnSeed(t)
-	t.Logf("seed %d (replay: PACER_CHURN_SEED=%d)", seed, seed)
+	// A fixed seed (the same in every run, CI included), then one from the
+	// clock; PACER_CHURN_SEED replays a failure in place of the latter.
+	for _, seed := range testkit.Seeds(t, "PACER_CHURN_SEED", 1) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { groupChurn(t, seed) })
+	}
+}
+
+// groupChurn is one run of TestGroupChurnLosesNothing.
+func groupChurn(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	const (
 		partitions = 6

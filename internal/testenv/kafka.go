@@ -14,6 +14,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // KafkaImage is the image used when a Docker engine answers and
@@ -162,6 +163,25 @@ func (k *KafkaBroker) Stop() {
 	if c != nil {
 		c.Close()
 	}
+}
+
+// Observe calls fn with every request with key (kmsg.Fetch, kmsg.SyncGroup,
+// ...) that the in-process cluster receives, before the cluster handles it
+// as usual: for tests that check what a client asks the broker for. fn runs
+// on the cluster's goroutine and must not block. The observer lasts until
+// Stop (a restarted cluster has none). It fails t for the other backends.
+func (k *KafkaBroker) Observe(t testing.TB, key kmsg.Key, fn func(kmsg.Request)) {
+	t.Helper()
+	k.mu.Lock()
+	c := k.cluster
+	k.mu.Unlock()
+	if c == nil {
+		t.Fatalf("testenv: Observe needs the running in-process kfake cluster (backend %q)", k.backend)
+	}
+	c.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		fn(req)
+		return nil, nil, false // not handled: the cluster answers as usual
+	})
 }
 
 // Restart starts the in-process cluster again on the same ports with the

@@ -10,6 +10,8 @@
 package testkit
 
 import (
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -76,4 +78,25 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(wait)
 		wait = min(2*wait, Poll)
 	}
+}
+
+// Seeds returns the seeds a seeded random test runs with: the fixed ones
+// first, the same in every run so CI always covers them, then one more for
+// exploration, taken from the environment variable env when it is set (to
+// replay a failure) or else from the clock. The exploring seed is logged
+// with the way to replay it.
+func Seeds(t testing.TB, env string, fixed ...uint64) []uint64 {
+	t.Helper()
+	var seed uint64
+	if v := os.Getenv(env); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an unsigned integer: %v", env, v, err)
+		}
+		seed = n
+	} else {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seeds %v, then %d (replay: %s=%d)", fixed, seed, env, seed)
+	return append(append([]uint64(nil), fixed...), seed)
 }

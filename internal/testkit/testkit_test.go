@@ -88,3 +88,20 @@ func TestEventuallyFailsAfterDeadline(t *testing.T) {
 		t.Fatalf("cond called %d times want 2 (before and after the failure)", calls)
 	}
 }
+
+func TestSeeds(t *testing.T) {
+	t.Setenv("TESTKIT_SEED", "42")
+	if got := Seeds(t, "TESTKIT_SEED", 1, 2); len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 42 {
+		t.Fatalf("Seeds(1, 2) with TESTKIT_SEED=42 = %v want [1 2 42]", got)
+	}
+	t.Setenv("TESTKIT_SEED", "")
+	if got := Seeds(t, "TESTKIT_SEED", 7); len(got) != 2 || got[0] != 7 {
+		t.Fatalf("Seeds(7) = %v want [7 <clock>]", got)
+	}
+	r := &recorder{TB: t}
+	t.Setenv("TESTKIT_SEED", "x")
+	Seeds(r, "TESTKIT_SEED")
+	if r.failed == "" {
+		t.Fatalf("Seeds with TESTKIT_SEED=x did not fail")
+	}
+}

@@ -41,7 +41,8 @@ type Prometheus struct {
 	deadLetters  *prometheus.CounterVec
 	settled      *prometheus.CounterVec
 	settledBy    [4]prometheus.Counter
-	pauses       prometheus.Counter
+	pauses       *prometheus.CounterVec
+	pauseEv      [2]prometheus.Counter // resume, pause
 	rateChanges  *prometheus.CounterVec
 
 	mu     sync.Mutex
@@ -66,6 +67,15 @@ var (
 	LatencyBuckets = prometheus.DefBuckets
 )
 
+// RateChangeCauses are the causes pacer_shaper_rate_changes_total starts
+// with at 0 (the engine's: adaptive control, rate-limit headers, SetRate,
+// Reload).
+var RateChangeCauses = []string{"aimd-decrease", "aimd-increase", "pid", "ratelimit-headers", "ratelimit-window-reset", "set-rate", "reload"}
+
+// StartingCodes are the response codes pacer_sink_responses_total starts
+// with at 0: success and the throttling answers alerts watch.
+var StartingCodes = []int{200, 429, 503}
+
 // New creates the collectors and registers them on reg.
 func New(reg prometheus.Registerer) (*Prometheus, error) {
 	p := &Prometheus{
@@ -89,8 +99,8 @@ func New(reg prometheus.Registerer) (*Prometheus, error) {
 			Help: "Dead-letter writes by result (written, failed)."}, []string{"result"}),
 		settled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "pacer", Subsystem: "source", Name: "settled_messages_total",
 			Help: "Messages settled with the source, by settlement (ack, term, nak)."}, []string{"settlement"}),
-		pauses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "pacer", Subsystem: "source", Name: "pause_events_total",
-			Help: "Pause and resume events of the source."}),
+		pauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "pacer", Subsystem: "source", Name: "pause_events_total",
+			Help: "Pause and resume events of the source, by event (pause, resume)."}, []string{"event"}),
 		rateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "pacer", Subsystem: "shaper", Name: "rate_changes_total",
 			Help: "Changes of the sustained rate, by cause."}, []string{"cause"}),
 	}
@@ -99,6 +109,18 @@ func New(reg prometheus.Registerer) (*Prometheus, error) {
 	p.resReject = p.results.WithLabelValues("reject")
 	for _, s := range []pacer.Settlement{pacer.SettledAck, pacer.SettledTerm, pacer.SettledNak} {
 		p.settledBy[s] = p.settled.WithLabelValues(s.String())
+	}
+	p.pauseEv[0], p.pauseEv[1] = p.pauses.WithLabelValues("resume"), p.pauses.WithLabelValues("pause")
+	// Every known label value starts at 0, so that a healthy system shows
+	// zeros on dashboards and alerts, never "No data".
+	for _, r := range []string{"written", "failed"} {
+		p.deadLetters.WithLabelValues(r)
+	}
+	for _, c := range RateChangeCauses {
+		p.rateChanges.WithLabelValues(c)
+	}
+	for _, code := range StartingCodes {
+		p.statusCounter(code)
 	}
 	for _, c := range []prometheus.Collector{p.consumed, p.admitted, p.admitWait, p.results, p.latency, p.statuses,
 		p.throttled, p.retries, p.deadLetters, p.settled, p.pauses, p.rateChanges, (*statusCollector)(p)} {
@@ -165,7 +187,13 @@ func (p *Prometheus) OnSettled(_ *pacer.Message, s pacer.Settlement) {
 }
 
 // OnPaused implements pacer.HookPaused.
-func (p *Prometheus) OnPaused(bool, pacer.PauseReason) { p.pauses.Inc() }
+func (p *Prometheus) OnPaused(paused bool, _ pacer.PauseReason) {
+	if paused {
+		p.pauseEv[1].Inc()
+		return
+	}
+	p.pauseEv[0].Inc()
+}
 
 // OnRateChange implements pacer.HookRate.
 func (p *Prometheus) OnRateChange(_, _ float64, cause string) {
@@ -191,10 +219,13 @@ var (
 	descRate       = prometheus.NewDesc("pacer_shaper_rate_per_second", "Current sustained rate (0: unlimited).", nil, nil)
 	descConfRate   = prometheus.NewDesc("pacer_shaper_configured_rate_per_second", "Configured (maximum) sustained rate.", nil, nil)
 	descTokens     = prometheus.NewDesc("pacer_shaper_tokens", "Permits available in the token bucket (negative while borrowed).", nil, nil)
+	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.", []string{"source"}, nil)
+	descSinceThr   = prometheus.NewDesc("pacer_downstream_since_throttle_seconds", "Time since the downstream last throttled (-1: never).", nil, nil)
+	descPause      = prometheus.NewDesc("pacer_downstream_pause_seconds", "What is left of a pause the downstream imposed on every delivery (Retry-After, a spent window); 0: none.", nil, nil)
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens} {
+	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause} {
 		ch <- d
 	}
 }
@@ -226,4 +257,13 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	g(descRate, s.Rate)
 	g(descConfRate, s.ConfiguredRate)
 	g(descTokens, s.Tokens)
+	for _, src := range []pacer.LimitSource{pacer.LimitConfigured, pacer.LimitHeaders, pacer.Limit429} {
+		v := 0.0
+		if s.LimitSource == src.String() {
+			v = s.LearnedLimit
+		}
+		g(descLimit, v, src.String())
+	}
+	g(descSinceThr, s.SinceThrottle)
+	g(descPause, s.PauseSeconds)
 }

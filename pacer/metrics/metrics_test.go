@@ -47,6 +47,7 @@ func TestMetricsFollowTheEngine(t *testing.T) {
 		want := `
 # HELP pacer_deadletter_messages_total Dead-letter writes by result (written, failed).
 # TYPE pacer_deadletter_messages_total counter
+pacer_deadletter_messages_total{result="failed"} 0
 pacer_deadletter_messages_total{result="written"} 1
 # HELP pacer_dispatch_in_flight_messages Messages taken from the queue and not yet settled (deliveries, retries).
 # TYPE pacer_dispatch_in_flight_messages gauge
@@ -65,6 +66,7 @@ pacer_shaper_rate_per_second 100
 pacer_sink_responses_total{code="200"} 49
 pacer_sink_responses_total{code="400"} 1
 pacer_sink_responses_total{code="429"} 1
+pacer_sink_responses_total{code="503"} 0
 # HELP pacer_sink_results_total Per-message results of delivery attempts, by result (delivered, retry, reject).
 # TYPE pacer_sink_results_total counter
 pacer_sink_results_total{result="delivered"} 49

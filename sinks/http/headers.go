@@ -264,10 +264,7 @@ func leadingInt64(v string) (int64, bool) {
 	if end == 0 || (end == 1 && v[0] == '-') {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(v[:end], 10, 64)
-	if err != nil { // out of range: saturated by ParseInt
-		return n, true
-	}
+	n, _ := strconv.ParseInt(v[:end], 10, 64) // out of range: saturated
 	return n, true
 }
 

@@ -93,8 +93,12 @@ type Config struct {
 	// how soon it notices a rebalance (default SessionTimeout/3).
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 	RebalanceTimeout  time.Duration `yaml:"rebalance_timeout"` // default 60s
-	// CommitInterval is how often marked offsets are committed (default 1s);
-	// they are also committed when a session ends.
+	// CommitInterval coalesces commits (default 100ms): offsets are
+	// committed as soon as a partition's watermark advances, at most once
+	// per CommitInterval (the advances in between go in the next commit),
+	// at once when the source is paused, and synchronously when a session
+	// ends (rebalance, stop). A SIGKILL therefore repeats what was in
+	// flight plus at most CommitInterval's worth of acknowledged messages.
 	CommitInterval time.Duration `yaml:"commit_interval"`
 
 	Logger *slog.Logger `yaml:"-"`
@@ -103,6 +107,9 @@ type Config struct {
 	// cooperative strategy) are the caller's responsibility.
 	Sarama func(*sarama.Config) `yaml:"-"`
 }
+
+// DefaultCommitInterval is Config.CommitInterval's default.
+const DefaultCommitInterval = 100 * time.Millisecond
 
 func (c *Config) withDefaults() Config {
 	cc := *c
@@ -131,7 +138,7 @@ func (c *Config) withDefaults() Config {
 		cc.RebalanceTimeout = 60 * time.Second
 	}
 	if cc.CommitInterval == 0 {
-		cc.CommitInterval = time.Second
+		cc.CommitInterval = DefaultCommitInterval
 	}
 	if cc.Logger == nil {
 		cc.Logger = slog.New(slog.DiscardHandler)

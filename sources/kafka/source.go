@@ -63,6 +63,8 @@ type Source struct {
 	stopOne sync.Once
 
 	delivered atomic.Int64
+	// commit is the current session's committer (nil between sessions).
+	commit atomic.Pointer[committer]
 	// sessions counts the group sessions set up and not yet cleaned up
 	// (0 or 1): what Ready reports.
 	sessions atomic.Int32
@@ -174,6 +176,9 @@ func (s *Source) Pause() {
 	s.paused.Store(true)
 	s.resumed = make(chan struct{})
 	close(s.pausedC)
+	if c := s.commit.Load(); c != nil {
+		c.flush() // what is final now is committed at once, not after the interval
+	}
 }
 
 // Resume undoes Pause.
@@ -233,11 +238,15 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
+	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval))
 	s.sessions.Add(1)
 	return nil
 }
 
 func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
+	if c := h.s.commit.Swap(nil); c != nil {
+		c.stop() // the session's release commits what is marked
+	}
 	h.s.sessions.Add(-1)
 	return nil
 }
@@ -248,7 +257,13 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	topic, partition := claim.Topic(), claim.Partition()
 	s.repause(topic, partition)
 	limit := s.cfg.MaxInFlightPerPartition
-	w := newWatermark(limit, func(next int64) { sess.MarkOffset(topic, partition, next, "") })
+	cm := s.commit.Load()
+	w := newWatermark(limit, func(next int64) {
+		sess.MarkOffset(topic, partition, next, "")
+		if cm != nil {
+			cm.marked()
+		}
+	})
 	rq := newRedeliveries()
 	// Revoke before returning: sarama commits what was marked when the
 	// session is released, and nothing may be marked after that. Nak'ed
