@@ -198,6 +198,10 @@ func TestDashboardMetricsExist(t *testing.T) {
 	// The Redis limiters' collector (cmd/pacer registers it with a global limit).
 	rec.MustRegister(metrics.NewGlobalCollector([]string{"redis"}, map[string]func() metrics.LimiterStats{
 		"global": func() metrics.LimiterStats { return metrics.LimiterStats{} }}))
+	// The backlog collector and build info (cmd/pacer registers them for a
+	// Kafka or NATS source).
+	rec.MustRegister(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return metrics.BacklogSnapshot{} }),
+		metrics.BuildInfo("test", "go"))
 	names := map[string]bool{}
 	re := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
 	for _, c := range rec.cs {

@@ -352,7 +352,7 @@ func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) 
 
 func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	e.stats.admitted.Add(uint64(len(grp)))
-	if len(e.hooks.admitted) == 0 && !e.timeEnq {
+	if len(e.hooks.admitted) == 0 && !e.timeEnq && len(e.hooks.deliver) == 0 {
 		return
 	}
 	if now.IsZero() {
@@ -361,6 +361,7 @@ func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	}
 	for _, it := range grp {
 		it.admitted = now
+		it.wait = now.Sub(asked)
 	}
 	for _, h := range e.hooks.admitted {
 		h.OnAdmitted(len(grp), now.Sub(asked))
@@ -428,7 +429,11 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		msgs = append(msgs, it.m)
 		results[i] = Result{}
 	}
-	fb := e.cfg.Sink.Deliver(e.deliverCtx, msgs, results)
+	ctx := e.deliverCtx
+	for _, h := range e.hooks.deliver {
+		ctx = h.BeforeDeliver(ctx, msgs, items[0].wait)
+	}
+	fb := e.cfg.Sink.Deliver(ctx, msgs, results)
 	var end time.Time
 	var lat time.Duration
 	if timed {
@@ -466,6 +471,9 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 			end = e.clock.Now()
 		}
 		e.brk.probeFailed(end)
+	}
+	for _, h := range e.hooks.deliver {
+		h.AfterDeliver(ctx, msgs, results)
 	}
 	for i, it := range items {
 		e.decide(it, results[i], end)
@@ -526,6 +534,9 @@ func (e *Engine) deadLetter(it *item, reason error) {
 		err = ErrNoDeadLetter
 	} else {
 		ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+		for _, h := range e.hooks.dlStart {
+			ctx = h.BeforeDeadLetter(ctx, m, reason)
+		}
 		err = e.cfg.DeadLetter.DeadLetter(ctx, m, reason)
 		cancel()
 	}

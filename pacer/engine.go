@@ -176,6 +176,9 @@ func (e *Engine) applyRate(now time.Time, to float64, cause string) {
 		return
 	}
 	e.wakeShaper()
+	if from == to {
+		return // not a change: nothing to log or count (a reload that kept the rate)
+	}
 	lvl := slog.LevelInfo
 	if cause == "ratelimit-headers" {
 		lvl = slog.LevelDebug // re-read on every answer

@@ -53,10 +53,13 @@ func (r runCmd) Run(e *env) error {
 	log = slog.New(red.Handler(rec.wrap(log.Handler())))
 	routeLibraryLoggers(log)
 
-	w, err := newWorker(cfg, log, e.stdout, e.lookup)
+	w, err := startWorker(e.ctx, cfg.Admin, log, func() (*worker, error) { return newWorker(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
 		return &exitError{code: exitFailure, err: err}
+	}
+	if w == nil {
+		return nil // stopped while waiting for the brokers
 	}
 	defer w.close()
 	w.errors = rec
@@ -180,10 +183,15 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
 	ec.Logger = log
-	hooks, err := metricsHooks(w.reg)
+	hooks, m, err := metricsHooks(w.reg)
 	if err != nil {
 		return nil, err
 	}
+	traced, err := tracingHooks(cfg, m, lookup, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	ec.Hooks = append(ec.Hooks, traced...)
 	ec.Hooks = append(ec.Hooks, hooks...)
 	ec.Hooks = append(ec.Hooks, extra...)
 	eng, err := pacer.New(ec)
@@ -315,7 +323,7 @@ func (w *worker) reload(e *env, path string) {
 	w.cfg.Shaping.Global = keepGlobal
 	w.shaping = sh
 	w.reloads++
-	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
+	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
 // reloadGlobal applies a reloaded shaping.global: the shared rate and

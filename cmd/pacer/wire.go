@@ -222,7 +222,8 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			SuccessPath:       h.SuccessPath,
 			TLS: httpsink.TLSConfig{CAFile: h.TLS.CAFile, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile,
 				ServerName: h.TLS.ServerName, InsecureSkipVerify: h.TLS.InsecureSkipVerify},
-			Expanded: true, // by internal/config, when the file was loaded
+			Expanded:      true, // by internal/config, when the file was loaded
+			WrapTransport: tracingTransport(cfg),
 		})
 		if err != nil {
 			return nil, err

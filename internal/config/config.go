@@ -28,6 +28,8 @@ type Config struct {
 	Batching Batching `yaml:"batching" json:"batching"`
 	Admin    Admin    `yaml:"admin" json:"admin"`
 	Log      Log      `yaml:"log" json:"log"`
+	// Telemetry is OpenTelemetry tracing (off by default).
+	Telemetry Telemetry `yaml:"telemetry" json:"telemetry"`
 	// DrainTimeout bounds a clean stop (SIGTERM): in-flight deliveries get
 	// this long to finish; what does not finish is left for redelivery.
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
@@ -427,6 +429,7 @@ func Default() Config {
 		Batching:     Batching{Size: 1},
 		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
+		Telemetry:    DefaultTelemetry(),
 		DrainTimeout: Duration(30 * time.Second),
 		Breaker: Breaker{Enabled: true, Consecutive: 10, Window: 100, Ratio: 0.5,
 			ProbeInitial: Duration(time.Second), ProbeMax: Duration(time.Minute)},

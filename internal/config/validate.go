@@ -20,6 +20,7 @@ func (c *Config) Validate() Problems {
 	v.sink()
 	v.deadLetter()
 	v.misc()
+	v.telemetry()
 	v.probs.sort()
 	return v.probs
 }

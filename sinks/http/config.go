@@ -105,6 +105,10 @@ type Config struct {
 	// Client replaces the HTTP client the sink builds (then Timeout still
 	// applies per request, but MaxInFlight and TLS do not). For tests.
 	Client *http.Client `yaml:"-"`
+	// WrapTransport, if set, wraps the transport the sink builds (not a
+	// Client given above), for example to carry trace context in every
+	// request (pacer/otelhook.Transport).
+	WrapTransport func(http.RoundTripper) http.RoundTripper `yaml:"-"`
 	// LookupEnv replaces os.LookupEnv for ${NAME} expansion. For tests.
 	LookupEnv func(string) (string, bool) `yaml:"-"`
 	// Expanded says the URL and header values were already expanded (by a

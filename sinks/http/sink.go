@@ -176,8 +176,12 @@ func New(cfg Config) (*Sink, error) {
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		}
+		var rt http.RoundTripper = tr
+		if cfg.WrapTransport != nil {
+			rt = cfg.WrapTransport(tr)
+		}
 		s.client = &http.Client{
-			Transport: tr,
+			Transport: rt,
 			// Never follow redirects: a 3xx would turn a POST into a GET.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}

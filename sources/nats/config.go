@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -60,6 +62,18 @@ func (c *Conn) validate() error {
 	return nil
 }
 
+// onDisconnect logs a lost connection as a warning; a connection closed on
+// purpose (err nil: Close, a clean stop) is logged at debug level only.
+func onDisconnect(log *slog.Logger) nats.ConnErrHandler {
+	return func(_ *nats.Conn, err error) {
+		if err == nil {
+			log.Debug("nats: connection closed")
+			return
+		}
+		log.Warn("nats: disconnected", "err", err)
+	}
+}
+
 // connect dials NATS with reconnect-forever and logging handlers.
 func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 	if err := c.validate(); err != nil {
@@ -81,9 +95,7 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(wait),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("nats: disconnected", "err", err)
-		}),
+		nats.DisconnectErrHandler(onDisconnect(log)),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			// A slow-consumer drop (seen after reconnects) costs a delay,
 			// not a message: the server redelivers after AckWait.
@@ -232,4 +244,18 @@ func (c *Config) withDefaults() Config {
 		cc.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cc
+}
+
+// redactURL hides passwords in a comma-separated list of server URLs, for
+// logs.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		} else {
+			parts[i] = "(unparsable URL)"
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -68,6 +68,8 @@ type Source struct {
 	// maxDeliver is the consumer's MaxDeliver as the server reports it
 	// (<= 0: unlimited).
 	maxDeliver atomic.Int64
+	// connErr says why Run cannot reach the server yet (nil once connected).
+	connErr atomic.Pointer[string]
 }
 
 // tracked is one fetched message until it is settled.
@@ -162,7 +164,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	own := false
 	if nc == nil {
 		var err error
-		if nc, err = s.cfg.Conn.connect(s.cfg.Logger); err != nil {
+		if nc, err = s.dial(ctx); err != nil {
 			return err
 		}
 		own = true
@@ -215,6 +217,37 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 		return nil
 	}
 	return ctx.Err()
+}
+
+// dial connects. While no server answers it retries with backoff (0.5s
+// doubling to 30s), logging each failure and reporting it through Ready,
+// until ctx is done; other errors (authentication, TLS) are returned at once.
+func (s *Source) dial(ctx context.Context) (*nats.Conn, error) {
+	wait := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		nc, err := s.cfg.Conn.connect(s.cfg.Logger)
+		if err == nil {
+			s.connErr.Store(nil)
+			if attempt > 1 {
+				s.cfg.Logger.Info("nats: connected", "server", nc.ConnectedUrlRedacted(), "attempts", attempt)
+			}
+			return nc, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) {
+			return nil, err
+		}
+		msg := err.Error()
+		s.connErr.Store(&msg)
+		s.cfg.Logger.Warn("nats: server unreachable; retrying", "url", redactURL(s.cfg.Conn.URL), "attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // consumer creates or binds the durable and returns its AckWait.
