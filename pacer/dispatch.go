@@ -75,7 +75,7 @@ func (e *Engine) worker(ctx context.Context) {
 			var ok bool
 			if probe, ok = e.awaitProbe(ctx, sl); !ok {
 				for _, it := range grp {
-					e.settle(it, SettledNak, 0, "")
+					e.handBack(it, 0)
 				}
 				return
 			}
@@ -85,7 +85,7 @@ func (e *Engine) worker(ctx context.Context) {
 				e.endProbe()
 			}
 			for _, it := range grp {
-				e.settle(it, SettledNak, 0, "")
+				e.handBack(it, 0)
 			}
 			return
 		}
@@ -504,7 +504,7 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		}
 		delay := e.back.delay(it.m.Attempt, e.ctrl.capWait(r.RetryAfter))
 		if e.isStopping() {
-			e.settle(it, SettledNak, delay, "")
+			e.handBack(it, delay)
 			return
 		}
 		rc := e.cfg.Retry

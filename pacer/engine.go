@@ -423,7 +423,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case it := <-e.queue:
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 			continue
 		default:
 		}
@@ -447,10 +447,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			break
 		}
 		for _, it := range parked {
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 		}
 		for _, it := range dr {
-			e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
+			e.handBack(it, max(0, it.due.Sub(now)))
 		}
 	}
 	e.flushDeadLetterLog()

@@ -268,6 +268,6 @@ func (e *Engine) drainFair() {
 		return
 	}
 	for it := e.fair.pop(); it != nil; it = e.fair.pop() {
-		e.settle(it, SettledNak, 0, "")
+		e.handBack(it, 0)
 	}
 }

@@ -59,6 +59,9 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 // refuse gives back a message handed over while the engine is stopping: it
 // belongs to the engine, which abandons it for redelivery.
 func (e *Engine) refuse(m *Message) {
+	if e.refuseLast(m) {
+		return
+	}
 	e.stats.naked.Add(1)
 	if m.Acker != nil {
 		if err := m.Acker.Nak(e.settleCtx, 0); err != nil {

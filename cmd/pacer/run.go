@@ -23,6 +23,7 @@ import (
 	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/admin"
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
 )
@@ -51,10 +52,11 @@ func (r runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	log = slog.New(rec.wrap(log.Handler()))
-	for _, w := range cfg.Warnings() {
-		log.Warn("pacer: config: "+w.Msg, "field", w.Path, "line", w.Line)
-	}
+	// Redaction first: the recorder (/status last_errors) and the output
+	// both see masked text.
+	red := newRedactor(cfg)
+	log = slog.New(red.Handler(rec.wrap(log.Handler())))
+	routeLibraryLoggers(log)
 
 	w, err := startWorker(e.ctx, cfg.Admin, log, func() (*worker, error) { return newWorker(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
@@ -66,6 +68,7 @@ func (r runCmd) Run(e *env) error {
 	}
 	defer w.close()
 	w.errors = rec
+	w.red = red
 
 	stopAdmin, err := w.serveAdmin(cfg.Admin, log)
 	if err != nil {
@@ -117,6 +120,7 @@ type worker struct {
 	// lookup reads the environment (admin.token_env).
 	lookup  func(string) (string, bool)
 	errors  *errorRecorder
+	red     *redact.Redactor // masks secrets in /status and /readyz (nil: URLs only)
 	reloads int
 	started time.Time
 	// backlog measures what waits in the broker (nil for sources that
@@ -176,6 +180,10 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	sink, err := buildSink(cfg, stdoutW, &w.closers)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
+	}
+	w.red = newRedactor(cfg)
+	if dl != nil {
+		dl = redactDeadLetter{dl: dl, red: w.red}
 	}
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
@@ -451,6 +459,7 @@ func (w *worker) status() any {
 	}
 	v.Reloads = w.reloads
 	v.Uptime = time.Since(w.started).Round(time.Second).String()
+	v.Engine.Breaker.Cause = w.red.String(v.Engine.Breaker.Cause)
 	v.LastErrors = w.errors.last()
 	if v.LastErrors == nil {
 		v.LastErrors = []errRecord{}
@@ -469,7 +478,11 @@ func (w *worker) ready(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
 		}
 	}
-	return err
+	if err != nil {
+		// /readyz shows the text: no credentials from URLs or secret fields.
+		return errors.New(w.red.Error(err))
+	}
+	return nil
 }
 
 // serveAdmin starts the admin listener, if configured; the returned

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -51,7 +52,10 @@ func (s simulateCmd) Run(e *env) error {
 	if err := os.MkdirAll(s.Out, 0o755); err != nil {
 		return err
 	}
-	res, err := simulateFrom(cfg.Shaping, tr, s.Bucket, start)
+	res, err := simulateCtx(e.ctx, cfg.Shaping, tr, s.Bucket, start)
+	if errors.Is(err, context.Canceled) {
+		return &exitError{code: exitFailure, err: fmt.Errorf("simulate: interrupted")}
+	}
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -115,6 +119,15 @@ func readTrace(path string) (*trace, error) {
 		if n < 0 || math.IsNaN(n) || math.IsInf(n, 0) || sec < 0 || math.IsNaN(sec) || math.IsInf(sec, 0) {
 			return nil, fmt.Errorf("trace %s: row %d: negative or non-finite value", path, line)
 		}
+		if sec > maxTraceSeconds {
+			return nil, fmt.Errorf("trace %s: row %d: time %g s is beyond the limit of %d s (a year)", path, line, sec, maxTraceSeconds)
+		}
+		if n > maxTraceMessages {
+			return nil, fmt.Errorf("trace %s: row %d: count %g is above the limit of %d messages", path, line, n, maxTraceMessages)
+		}
+		if len(t.at) >= maxTraceRows {
+			return nil, fmt.Errorf("trace %s: more than %d rows", path, maxTraceRows)
+		}
 		if k := len(t.at); k > 0 && sec <= t.at[k-1] {
 			return nil, fmt.Errorf("trace %s: row %d: time %g is not after %g", path, line, sec, t.at[k-1])
 		}
@@ -133,8 +146,20 @@ func readTrace(path string) (*trace, error) {
 	for i, c := range t.count {
 		t.cum[i+1] = t.cum[i] + c
 	}
+	if t.cum[len(t.count)] > maxTraceMessages {
+		return nil, fmt.Errorf("trace %s: %g messages in all, above the limit of %d", path, t.cum[len(t.count)], maxTraceMessages)
+	}
 	return t, nil
 }
+
+// Bounds on a trace, so that a simulation finishes in seconds: the work
+// is about one step per message, and the chart has at most a few hundred
+// points per trace-width.
+const (
+	maxTraceSeconds  = 366 * 24 * 3600
+	maxTraceMessages = 20_000_000
+	maxTraceRows     = 1_000_000
+)
 
 func (t *trace) rowEnd(i int) float64 {
 	if i+1 < len(t.at) {
@@ -284,6 +309,18 @@ func simulate(s config.Shaping, tr *trace, bucket time.Duration) (*simResult, er
 
 // simulateFrom is simulate with the trace starting at t0.
 func simulateFrom(s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
+	return simulateCtx(context.Background(), s, tr, bucket, t0)
+}
+
+// simulateCtx is simulateFrom that stops with ctx's error when ctx is done
+// (SIGINT, SIGTERM).
+func simulateCtx(ctx context.Context, s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
+	if bucket < 0 {
+		return nil, fmt.Errorf("--bucket %v is negative", bucket)
+	}
+	if bucket > 0 && tr.end/bucket.Seconds() > maxSimBuckets {
+		return nil, fmt.Errorf("--bucket %v gives %.0f points over the trace's %g s; the limit is %d", bucket, tr.end/bucket.Seconds(), tr.end, maxSimBuckets)
+	}
 	lim, notes, err := shaperFor(s, t0)
 	if err != nil {
 		return nil, err
@@ -336,7 +373,11 @@ func simulateFrom(s config.Shaping, tr *trace, bucket time.Duration, t0 time.Tim
 		}
 		now = to
 	}
+	steps := 0
 	for now < horizon {
+		if steps++; steps%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		// Arrivals into the broker.
 		if a := tr.arrivedBy(now); a > materialised {
 			k := a - materialised
@@ -560,3 +601,6 @@ func (r *simResult) summary(w io.Writer, s config.Shaping) {
 func fmtSec(s float64) string {
 	return roundDuration(time.Duration(s * float64(time.Second))).String()
 }
+
+// maxSimBuckets bounds the CSV rows and chart points of a simulation.
+const maxSimBuckets = 100_000

@@ -199,6 +199,12 @@ func (v *validator) shaping() {
 	}
 	v.positive("shaping.queue_size", s.QueueSize)
 	v.positive("shaping.max_in_flight", s.MaxInFlight)
+	if s.QueueSize > MaxQueueSize {
+		v.add("shaping.queue_size", "%d is above the limit %d (the queue is held in memory; a larger backlog stays in the broker)", s.QueueSize, MaxQueueSize)
+	}
+	if s.MaxInFlight > MaxInFlightLimit {
+		v.add("shaping.max_in_flight", "%d is above the limit %d (one worker each; more concurrency than any downstream takes)", s.MaxInFlight, MaxInFlightLimit)
+	}
 	pk := s.PerKey
 	if !pk.Rate.IsZero() {
 		if pk.Burst < 0 {
@@ -421,6 +427,13 @@ func (v *validator) misc() {
 	}
 	v.breaker()
 }
+
+// Limits on what the engine holds in memory: the queue is allocated up
+// front and each in-flight slot is a worker goroutine.
+const (
+	MaxQueueSize     = 1_000_000
+	MaxInFlightLimit = 10_000
+)
 
 func (v *validator) breaker() {
 	b := v.c.Breaker
