@@ -176,6 +176,9 @@ func (e *Engine) applyRate(now time.Time, to float64, cause string) {
 		return
 	}
 	e.wakeShaper()
+	if from == to {
+		return // not a change: nothing to log or count (a reload that kept the rate)
+	}
 	lvl := slog.LevelInfo
 	if cause == "ratelimit-headers" {
 		lvl = slog.LevelDebug // re-read on every answer
@@ -427,7 +430,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case it := <-e.queue:
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 			continue
 		default:
 		}
@@ -451,10 +454,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			break
 		}
 		for _, it := range parked {
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 		}
 		for _, it := range dr {
-			e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
+			e.handBack(it, max(0, it.due.Sub(now)))
 		}
 	}
 	e.flushDeadLetterLog()
