@@ -184,6 +184,9 @@ func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) 
 		return
 	}
 	e.wakeShaper()
+	if from == to {
+		return // not a change: nothing to log or count (a reload that kept the rate)
+	}
 	lvl := slog.LevelInfo
 	if cause == "ratelimit-headers" {
 		lvl = slog.LevelDebug // re-read on every answer
@@ -268,6 +271,13 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	}
 	e.ctrl.setCeiling(r, now)
 	e.applyRateExact(now, r, "set-rate")
+	// The limit finder starts again from the new ceiling: so does the burst.
+	e.sh.mu.Lock()
+	bb := e.sh.bucket.burst
+	e.sh.mu.Unlock()
+	if bb != e.ctrl.burst {
+		e.applyBurst(now, e.ctrl.burst)
+	}
 	return nil
 }
 
@@ -428,7 +438,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case it := <-e.queue:
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 			continue
 		default:
 		}
@@ -452,10 +462,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			break
 		}
 		for _, it := range parked {
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 		}
 		for _, it := range dr {
-			e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
+			e.handBack(it, max(0, it.due.Sub(now)))
 		}
 	}
 	e.flushDeadLetterLog()

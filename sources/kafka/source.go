@@ -63,9 +63,13 @@ type Source struct {
 	stopOne sync.Once
 
 	delivered atomic.Int64
+	// commit is the current session's committer (nil between sessions).
+	commit atomic.Pointer[committer]
 	// sessions counts the group sessions set up and not yet cleaned up
 	// (0 or 1): what Ready reports.
 	sessions atomic.Int32
+	// connErr says why Run cannot reach the brokers yet (nil once joined).
+	connErr atomic.Pointer[string]
 }
 
 // New validates cfg and returns a Source. It does not connect: Run does.
@@ -91,9 +95,9 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	if s.ran.Swap(true) {
 		return errors.New("kafka: Source.Run called twice")
 	}
-	group, err := sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc)
+	group, err := s.join(ctx)
 	if err != nil {
-		return fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
+		return err
 	}
 	s.mu.Lock()
 	s.group = group
@@ -161,6 +165,38 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	}
 }
 
+// join creates the consumer group client. While no broker answers it
+// retries with backoff (0.5s doubling to 30s), logging each failure and
+// reporting it through Ready, until ctx is done; other errors are
+// returned at once.
+func (s *Source) join(ctx context.Context) (sarama.ConsumerGroup, error) {
+	wait := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		group, err := sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc)
+		if err == nil {
+			s.connErr.Store(nil)
+			if attempt > 1 {
+				s.cfg.Logger.Info("kafka: brokers reachable; joining the group", "group", s.cfg.Group, "attempts", attempt)
+			}
+			return group, nil
+		}
+		if !errors.Is(err, sarama.ErrOutOfBrokers) {
+			return nil, fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
+		}
+		msg := fmt.Sprintf("no broker of %v answers (%v)", s.cfg.Brokers, err)
+		s.connErr.Store(&msg)
+		s.cfg.Logger.Warn("kafka: brokers unreachable; retrying", "brokers", s.cfg.Brokers, "attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
 // Pause stops fetching and handing over messages; see Source for the bound.
 func (s *Source) Pause() {
 	s.mu.Lock()
@@ -174,6 +210,9 @@ func (s *Source) Pause() {
 	s.paused.Store(true)
 	s.resumed = make(chan struct{})
 	close(s.pausedC)
+	if c := s.commit.Load(); c != nil {
+		c.flush() // what is final now is committed at once, not after the interval
+	}
 }
 
 // Resume undoes Pause.
@@ -233,11 +272,15 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
+	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval))
 	s.sessions.Add(1)
 	return nil
 }
 
 func (h *handler) Cleanup(sarama.ConsumerGroupSession) error {
+	if c := h.s.commit.Swap(nil); c != nil {
+		c.stop() // the session's release commits what is marked
+	}
 	h.s.sessions.Add(-1)
 	return nil
 }
@@ -248,7 +291,13 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	topic, partition := claim.Topic(), claim.Partition()
 	s.repause(topic, partition)
 	limit := s.cfg.MaxInFlightPerPartition
-	w := newWatermark(limit, func(next int64) { sess.MarkOffset(topic, partition, next, "") })
+	cm := s.commit.Load()
+	w := newWatermark(limit, func(next int64) {
+		sess.MarkOffset(topic, partition, next, "")
+		if cm != nil {
+			cm.marked()
+		}
+	})
 	rq := newRedeliveries()
 	// Revoke before returning: sarama commits what was marked when the
 	// session is released, and nothing may be marked after that. Nak'ed
