@@ -99,8 +99,8 @@ func (e *Engine) Status() Status {
 		s.PauseCause = e.ctrl.pauseCause()
 		s.PauseSeconds = time.Duration(g - now.UnixNano()).Seconds()
 	}
-	lim, src, last, burst := e.ctrl.learned()
-	s.LearnedLimit, s.LimitSource, s.Burst = lim, src.String(), burst
+	lim, src, last, _ := e.ctrl.learned()
+	s.LearnedLimit, s.LimitSource = lim, src.String()
 	s.SinceThrottle = -1
 	if !last.IsZero() {
 		s.LastThrottle = last.UTC()
@@ -109,6 +109,7 @@ func (e *Engine) Status() Status {
 	e.sh.mu.Lock()
 	if b := e.sh.bucket; b != nil {
 		s.Tokens = b.lim.Tokens(now)
+		s.Burst = b.burst
 	}
 	e.sh.mu.Unlock()
 	return s
