@@ -3,7 +3,10 @@
 // Every algorithm is pure and deterministic: no goroutines, no sleeping, no
 // I/O and no reading of the clock. Each decision takes the current time as an
 // argument, in the manner of golang.org/x/time/rate's *At methods, so a test
-// drives it on a fixed timeline and a caller decides how to wait.
+// drives it on a fixed timeline and a caller decides how to wait. Wait, a
+// convenience for importers that want to block, is the one function that
+// reads the clock and sleeps. Every limiter has Reserve, Cancel and Allow;
+// the contracts callers hold (Limiter, KeyLimiter, RateLimiter) are here.
 //
 // A stale now never mints permits: the mutex-based algorithms treat a time
 // earlier than one they have already seen as that later time; GCRA, to stay

@@ -60,6 +60,17 @@ func TestExamplesLoadAndValidate(t *testing.T) {
 			if c.Summary() == "" {
 				t.Error("empty summary")
 			}
+			// An example never traps: no settings that cancel each other,
+			// no admin listener on a broker's port.
+			if w := c.Warnings(); len(w) > 0 {
+				t.Errorf("warnings: %v", w)
+			}
+			_, adminPort, _ := strings.Cut(c.Admin.Listen, ":")
+			for _, b := range append(c.Source.Kafka.Brokers, c.Source.NATS.URL) {
+				if adminPort != "" && strings.HasSuffix(b, ":"+adminPort) {
+					t.Errorf("admin.listen %s shares its port with %s", c.Admin.Listen, b)
+				}
+			}
 			// ...and with the environment docker compose gives it.
 			env := composeEnv(t)
 			if _, err := config.Parse(data, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
@@ -198,6 +209,10 @@ func TestDashboardMetricsExist(t *testing.T) {
 	// The Redis limiters' collector (cmd/pacer registers it with a global limit).
 	rec.MustRegister(metrics.NewGlobalCollector([]string{"redis"}, map[string]func() metrics.LimiterStats{
 		"global": func() metrics.LimiterStats { return metrics.LimiterStats{} }}))
+	// The backlog collector and build info (cmd/pacer registers them for a
+	// Kafka or NATS source).
+	rec.MustRegister(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return metrics.BacklogSnapshot{} }),
+		metrics.BuildInfo("test", "go"))
 	names := map[string]bool{}
 	re := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
 	for _, c := range rec.cs {

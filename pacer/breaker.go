@@ -327,7 +327,7 @@ func (e *Engine) permanentFailure(it *item, err error, now time.Time) bool {
 // due at the next probe; attempts made so far no longer count.
 func (e *Engine) hold(it *item, now time.Time) {
 	if e.isStopping() {
-		e.settle(it, SettledNak, 0, "")
+		e.handBack(it, 0)
 		return
 	}
 	e.stats.held.Add(1)

@@ -82,20 +82,16 @@ type Shaping struct {
 	GlobalRetry time.Duration
 }
 
-// KeyLimiter is a limiter with one budget per key: ReserveKey asks for n
-// permits of key's budget at now (ok=false consumes nothing), CancelKey
-// gives back what a successful ReserveKey granted. algorithms.Keyed and
-// algorithms/redis.Limiter implement it.
-type KeyLimiter interface {
-	ReserveKey(now time.Time, key []byte, n int) (wait time.Duration, ok bool)
-	CancelKey(now time.Time, key []byte, n int)
-}
+// KeyLimiter is algorithms.KeyLimiter, a limiter with one budget per key
+// (algorithms.Keyed, algorithms/redis.Limiter). The contract lives with the
+// algorithms so they can be imported on their own.
+type KeyLimiter = algorithms.KeyLimiter
 
 // PerKey limits every message key to its own token bucket.
 type PerKey struct {
 	Rate    algorithms.Rate
 	Burst   int           // 0: 1
-	MaxKeys int           // bound on tracked keys; 0: 100,000
+	MaxKeys int           // bound on tracked keys; 0: DefaultPerKeyMaxKeys
 	IdleTTL time.Duration // forget a key idle this long; 0: 10m
 }
 
@@ -144,6 +140,20 @@ const (
 
 // DefaultMaxPause is RetryConfig.MaxPause's default.
 const DefaultMaxPause = 5 * time.Minute
+
+// Defaults for the zero values of Config. pacer's worker (internal/config)
+// starts from the same constants, so the library and the worker agree.
+const (
+	DefaultQueueSize     = 1000
+	DefaultMaxInFlight   = 16
+	DefaultDrainTimeout  = 30 * time.Second
+	DefaultMaxWait       = 5 * time.Second
+	DefaultPerKeyMaxKeys = 10_000
+	DefaultPerKeyIdleTTL = 10 * time.Minute
+	DefaultRetryInitial  = 100 * time.Millisecond
+	DefaultRetryMax      = 30 * time.Second
+	DefaultMaxAttempts   = 10
+)
 
 func (m AdaptiveMode) String() string {
 	switch m {
@@ -204,7 +214,8 @@ type Config struct {
 
 	Shaping
 
-	// QueueSize bounds messages held between source and shaper; 0: 1024.
+	// QueueSize bounds messages held between source and shaper; 0:
+	// DefaultQueueSize.
 	QueueSize int
 	// HighWatermark pauses the source when the queue holds this many;
 	// 0: QueueSize. LowWatermark resumes it; 0: QueueSize/2.
@@ -275,7 +286,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.QueueSize == 0 {
-		c.QueueSize = 1024
+		c.QueueSize = DefaultQueueSize
 	}
 	if c.HighWatermark == 0 {
 		c.HighWatermark = c.QueueSize
@@ -284,7 +295,7 @@ func (c *Config) setDefaults() {
 		c.LowWatermark = c.QueueSize / 2
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 16
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 1
@@ -293,7 +304,7 @@ func (c *Config) setDefaults() {
 		c.BatchLinger = 10 * time.Millisecond
 	}
 	if c.DrainTimeout == 0 {
-		c.DrainTimeout = 30 * time.Second
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.SettleTimeout == 0 {
 		c.SettleTimeout = 10 * time.Second
@@ -306,13 +317,13 @@ func (c *Config) setDefaults() {
 	}
 	r := &c.Retry
 	if r.Initial == 0 {
-		r.Initial = 100 * time.Millisecond
+		r.Initial = DefaultRetryInitial
 	}
 	if r.Max == 0 {
-		r.Max = 30 * time.Second
+		r.Max = DefaultRetryMax
 	}
 	if r.MaxAttempts == 0 {
-		r.MaxAttempts = 10
+		r.MaxAttempts = DefaultMaxAttempts
 	}
 	if r.MaxPause == 0 {
 		r.MaxPause = DefaultMaxPause
@@ -342,7 +353,7 @@ func (s *Shaping) setDefaults(batch int) {
 		s.Burst = max(1, batch)
 	}
 	if s.MaxWait == 0 {
-		s.MaxWait = 5 * time.Second
+		s.MaxWait = DefaultMaxWait
 	}
 	if s.GlobalRetry == 0 {
 		s.GlobalRetry = 10 * time.Millisecond
@@ -353,10 +364,10 @@ func (s *Shaping) setDefaults(batch int) {
 			cp.Burst = 1
 		}
 		if cp.MaxKeys == 0 {
-			cp.MaxKeys = 100_000
+			cp.MaxKeys = DefaultPerKeyMaxKeys
 		}
 		if cp.IdleTTL == 0 {
-			cp.IdleTTL = 10 * time.Minute
+			cp.IdleTTL = DefaultPerKeyIdleTTL
 		}
 		s.PerKey = &cp
 	}

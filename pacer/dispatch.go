@@ -75,7 +75,7 @@ func (e *Engine) worker(ctx context.Context) {
 			var ok bool
 			if probe, ok = e.awaitProbe(ctx, sl); !ok {
 				for _, it := range grp {
-					e.settle(it, SettledNak, 0, "")
+					e.handBack(it, 0)
 				}
 				return
 			}
@@ -85,7 +85,7 @@ func (e *Engine) worker(ctx context.Context) {
 				e.endProbe()
 			}
 			for _, it := range grp {
-				e.settle(it, SettledNak, 0, "")
+				e.handBack(it, 0)
 			}
 			return
 		}
@@ -352,7 +352,7 @@ func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) 
 
 func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	e.stats.admitted.Add(uint64(len(grp)))
-	if len(e.hooks.admitted) == 0 && !e.timeEnq {
+	if len(e.hooks.admitted) == 0 && !e.timeEnq && len(e.hooks.deliver) == 0 {
 		return
 	}
 	if now.IsZero() {
@@ -361,6 +361,7 @@ func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	}
 	for _, it := range grp {
 		it.admitted = now
+		it.wait = now.Sub(asked)
 	}
 	for _, h := range e.hooks.admitted {
 		h.OnAdmitted(len(grp), now.Sub(asked))
@@ -428,7 +429,11 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		msgs = append(msgs, it.m)
 		results[i] = Result{}
 	}
-	fb := e.cfg.Sink.Deliver(e.deliverCtx, msgs, results)
+	ctx := e.deliverCtx
+	for _, h := range e.hooks.deliver {
+		ctx = h.BeforeDeliver(ctx, msgs, items[0].wait)
+	}
+	fb := e.cfg.Sink.Deliver(ctx, msgs, results)
 	var end time.Time
 	var lat time.Duration
 	if timed {
@@ -467,6 +472,9 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		}
 		e.brk.probeFailed(end)
 	}
+	for _, h := range e.hooks.deliver {
+		h.AfterDeliver(ctx, msgs, results)
+	}
 	for i, it := range items {
 		e.decide(it, results[i], end)
 	}
@@ -496,7 +504,7 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		}
 		delay := e.back.delay(it.m.Attempt, e.ctrl.capWait(r.RetryAfter))
 		if e.isStopping() {
-			e.settle(it, SettledNak, delay, "")
+			e.handBack(it, delay)
 			return
 		}
 		rc := e.cfg.Retry
@@ -526,6 +534,9 @@ func (e *Engine) deadLetter(it *item, reason error) {
 		err = ErrNoDeadLetter
 	} else {
 		ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+		for _, h := range e.hooks.dlStart {
+			ctx = h.BeforeDeadLetter(ctx, m, reason)
+		}
 		err = e.cfg.DeadLetter.DeadLetter(ctx, m, reason)
 		cancel()
 	}

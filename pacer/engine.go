@@ -159,13 +159,21 @@ func New(cfg Config) (*Engine, error) {
 // applyRate sets the bucket's sustained rate (events/s); called by the
 // controller with its lock held.
 func (e *Engine) applyRate(now time.Time, to float64, cause string) {
+	e.applyRateExact(now, algorithms.PerSecond(to), cause)
+}
+
+// applyRateExact is applyRate for a Rate as given (SetRate, Reload), so 2
+// per 3s stays 2 per 3s instead of becoming 666,667 per 1e6 s through a
+// float; controller lock held.
+func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) {
+	to := r.PerSecond()
 	e.sh.mu.Lock()
 	b := e.sh.bucket
 	var from float64
 	var err error
 	if b != nil {
 		from = b.rate.PerSecond()
-		err = b.setRate(now, algorithms.PerSecond(to))
+		err = b.setRate(now, r)
 	}
 	e.sh.mu.Unlock()
 	if b == nil {
@@ -176,6 +184,9 @@ func (e *Engine) applyRate(now time.Time, to float64, cause string) {
 		return
 	}
 	e.wakeShaper()
+	if from == to {
+		return // not a change: nothing to log or count (a reload that kept the rate)
+	}
 	lvl := slog.LevelInfo
 	if cause == "ratelimit-headers" {
 		lvl = slog.LevelDebug // re-read on every answer
@@ -259,7 +270,14 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
 	e.ctrl.setCeiling(r, now)
-	e.applyRate(now, r.PerSecond(), "set-rate")
+	e.applyRateExact(now, r, "set-rate")
+	// The limit finder starts again from the new ceiling: so does the burst.
+	e.sh.mu.Lock()
+	bb := e.sh.bucket.burst
+	e.sh.mu.Unlock()
+	if bb != e.ctrl.burst {
+		e.applyBurst(now, e.ctrl.burst)
+	}
 	return nil
 }
 
@@ -322,7 +340,7 @@ func (e *Engine) Reload(s Shaping) error {
 	e.ctrl.burst = s.Burst
 	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate, now)
-		e.applyRate(now, s.Rate.PerSecond(), "reload")
+		e.applyRateExact(now, s.Rate, "reload")
 		if newBucket.burst != s.Burst {
 			e.applyBurst(now, s.Burst)
 		}
@@ -420,7 +438,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case it := <-e.queue:
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 			continue
 		default:
 		}
@@ -444,10 +462,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			break
 		}
 		for _, it := range parked {
-			e.settle(it, SettledNak, 0, "")
+			e.handBack(it, 0)
 		}
 		for _, it := range dr {
-			e.settle(it, SettledNak, max(0, it.due.Sub(now)), "")
+			e.handBack(it, max(0, it.due.Sub(now)))
 		}
 	}
 	e.flushDeadLetterLog()

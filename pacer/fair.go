@@ -210,9 +210,6 @@ func (e *Engine) deliverFair(ctx context.Context, it *item) error {
 		return err
 	}
 	e.stats.consumed.Add(1)
-	for _, h := range e.hooks.consumed {
-		h.OnConsumed(m)
-	}
 	if e.queued() >= e.cfg.HighWatermark {
 		e.pauseFull()
 	}
@@ -271,6 +268,6 @@ func (e *Engine) drainFair() {
 		return
 	}
 	for it := e.fair.pop(); it != nil; it = e.fair.pop() {
-		e.settle(it, SettledNak, 0, "")
+		e.handBack(it, 0)
 	}
 }

@@ -270,6 +270,9 @@ func TestFairnessNoisyTenant(t *testing.T) {
 	if mx := fair.src.maxHeld.Load(); mx > 1024+1+16+3 {
 		t.Errorf("fair: held up to %d messages, want <= QueueSize+1+MaxInFlight (+1 per source path)", mx)
 	}
+	if fair.st.FairShareWaits == 0 {
+		t.Errorf("fair: status FairShareWaits = 0, want A's deliveries held back at its share counted")
+	}
 	t.Logf("fair: delivered %d in %v (A %d), held at most %d; status %+v", total, run, len(fair.sink.waits["A"]), fair.src.maxHeld.Load(), fair.st)
 }
 

@@ -1,6 +1,9 @@
 package pacer
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Hook is any value implementing one or more of the Hook* interfaces below.
 // The engine checks once, in New, which ones each hook implements, and calls
@@ -13,7 +16,8 @@ type Hook any
 // Hooks is the list of hooks an Engine calls.
 type Hooks []Hook
 
-// HookConsumed is called when the source hands over a message.
+// HookConsumed is called when the source hands over a message, before the
+// engine queues it: every later hook call for the message comes after it.
 type HookConsumed interface{ OnConsumed(m *Message) }
 
 // HookAdmitted is called when the shaper admits n messages (one delivery)
@@ -36,6 +40,28 @@ type HookRetry interface {
 // HookDeadLetter is called after a dead-letter write; err is its error.
 type HookDeadLetter interface {
 	OnDeadLetter(m *Message, reason error, err error)
+}
+
+// HookDeliver is called around each delivery attempt (one Sink.Deliver
+// call), on the goroutine that makes it. BeforeDeliver gets the context the
+// sink is about to get, the attempt's messages (their Attempt already
+// counts this one) and how long they waited for admission; it returns the
+// context the sink gets instead: ctx itself, or one derived from it (a
+// tracer adds its span, which the sink propagates downstream). Hooks run in
+// order, each given the previous one's context. AfterDeliver gets the last
+// context and the results, before the engine acts on them. Neither may keep
+// msgs or results after returning (the engine reuses them). An engine with
+// no HookDeliver pays nothing for this.
+type HookDeliver interface {
+	BeforeDeliver(ctx context.Context, msgs []*Message, wait time.Duration) context.Context
+	AfterDeliver(ctx context.Context, msgs []*Message, results []Result)
+}
+
+// HookDeadLetterStart is called before a dead-letter write with the context
+// the DeadLetterer is about to get; it returns the context it gets instead
+// (as HookDeliver's BeforeDeliver does). HookDeadLetter follows the write.
+type HookDeadLetterStart interface {
+	BeforeDeadLetter(ctx context.Context, m *Message, reason error) context.Context
 }
 
 // HookSettled is called when a message is settled with its source.
@@ -92,6 +118,8 @@ type hookSet struct {
 	delivered  []HookDelivered
 	retry      []HookRetry
 	deadLetter []HookDeadLetter
+	dlStart    []HookDeadLetterStart
+	deliver    []HookDeliver
 	settled    []HookSettled
 	paused     []HookPaused
 	rate       []HookRate
@@ -104,6 +132,8 @@ func newHookSet(hs Hooks, status func() Status) hookSet {
 		delivered:  hooksOf[HookDelivered](hs),
 		retry:      hooksOf[HookRetry](hs),
 		deadLetter: hooksOf[HookDeadLetter](hs),
+		dlStart:    hooksOf[HookDeadLetterStart](hs),
+		deliver:    hooksOf[HookDeliver](hs),
 		settled:    hooksOf[HookSettled](hs),
 		paused:     hooksOf[HookPaused](hs),
 		rate:       hooksOf[HookRate](hs),

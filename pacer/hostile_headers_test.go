@@ -261,3 +261,49 @@ func TestClearPauseAndStopDuringPause(t *testing.T) {
 		}
 	})
 }
+
+// After a throttle the auto controller brings the burst down with the
+// rate; SetRate (PUT /rate) starts it again from the new ceiling, burst
+// included.
+func TestThrottleLowersBurstSetRateRestores(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(429)
+				return
+			}
+			w.WriteHeader(200)
+		})
+		sink, _ := httpsink.New(httpsink.Config{URL: "http://api.test/", Client: &http.Client{Transport: handlerTransport{h}}})
+		src := pacertest.NewSource(pacertest.Messages(50))
+		src.Hold = true
+		e, err := pacer.New(pacer.Config{
+			Source: src, Sink: sink,
+			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 40},
+			MaxInFlight: 1, Adaptive: pacer.AdaptiveConfig{Mode: pacer.AdaptiveAuto},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- e.Run(ctx) }()
+		time.Sleep(3 * time.Second)
+		st := e.Status()
+		if st.Burst >= 40 || st.Rate >= 100 || st.LimitSource != "429s" {
+			t.Errorf("after a 429: rate %.1f, burst %d, source %s; want both down, source 429s", st.Rate, st.Burst, st.LimitSource)
+		}
+		if err := e.SetRate(algorithms.PerSecond(80)); err != nil {
+			t.Fatal(err)
+		}
+		if st := e.Status(); st.Burst != 40 || st.Rate != 80 {
+			t.Errorf("after SetRate(80/s): rate %.1f, burst %d; want 80, 40", st.Rate, st.Burst)
+		}
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

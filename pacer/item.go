@@ -22,6 +22,9 @@ type item struct {
 	suspect  bool   // held by the open breaker once
 	seen     uint64 // breaker successes when it was held
 	base     int    // attempts that no longer count (made before a hold)
+
+	// wait is the latest admission's wait (kept only with a HookDeliver).
+	wait time.Duration
 }
 
 func (e *Engine) getItem(m *Message) *item {

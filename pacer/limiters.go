@@ -11,12 +11,7 @@ import (
 // package algorithms; everything else sees the Limiter interface.
 
 // rateLimiter is the token bucket + peak pacer the bucket stage drives.
-type rateLimiter interface {
-	algorithms.Limiter
-	SetRate(now time.Time, r algorithms.Rate) error
-	SetBurst(now time.Time, burst int) error
-	Tokens(now time.Time) float64
-}
+type rateLimiter = algorithms.RateLimiter
 
 // algoMaxWait maps the engine's MaxWait (negative: no borrowing) to the
 // algorithms' (0: no borrowing).

@@ -18,6 +18,12 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		e.refuse(m)
 		return ErrStopping
 	}
+	// The hooks see the message before it can be seen in the queue, so a
+	// delivery (and even its settlement) never comes before OnConsumed. A
+	// message refused below is settled (Nak) through the hooks too.
+	for _, h := range e.hooks.consumed {
+		h.OnConsumed(m)
+	}
 	it := e.getItem(m)
 	e.pending.Add(1) // before it can be seen in the queue
 	if e.timeEnq {
@@ -44,9 +50,6 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		}
 	}
 	e.stats.consumed.Add(1)
-	for _, h := range e.hooks.consumed {
-		h.OnConsumed(m)
-	}
 	if e.queued() >= e.cfg.HighWatermark {
 		e.pauseFull()
 	}
@@ -56,6 +59,9 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 // refuse gives back a message handed over while the engine is stopping: it
 // belongs to the engine, which abandons it for redelivery.
 func (e *Engine) refuse(m *Message) {
+	if e.refuseLast(m) {
+		return
+	}
 	e.stats.naked.Add(1)
 	if m.Acker != nil {
 		if err := m.Acker.Nak(e.settleCtx, 0); err != nil {

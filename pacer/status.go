@@ -19,6 +19,9 @@ type Status struct {
 	PauseReasons   []string  `json:"pause_reasons,omitempty"`
 	Pauses         uint64    `json:"pauses"`
 	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+	// FairShareWaits counts deliveries (with Fairness) that waited because
+	// their key held its MaxShare of the queue: a hot key held back.
+	FairShareWaits uint64 `json:"fair_share_waits,omitempty"`
 	// Breaker is the systemic-failure breaker; Held counts messages it
 	// kept back from the dead-letter path.
 	Breaker BreakerStatus `json:"breaker"`
@@ -84,6 +87,9 @@ func (e *Engine) Status() Status {
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
 	}
+	if e.fair != nil {
+		s.FairShareWaits = e.fair.blocked.Load()
+	}
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true
 		s.PauseReasons = r.Strings()
@@ -93,8 +99,8 @@ func (e *Engine) Status() Status {
 		s.PauseCause = e.ctrl.pauseCause()
 		s.PauseSeconds = time.Duration(g - now.UnixNano()).Seconds()
 	}
-	lim, src, last, burst := e.ctrl.learned()
-	s.LearnedLimit, s.LimitSource, s.Burst = lim, src.String(), burst
+	lim, src, last, _ := e.ctrl.learned()
+	s.LearnedLimit, s.LimitSource = lim, src.String()
 	s.SinceThrottle = -1
 	if !last.IsZero() {
 		s.LastThrottle = last.UTC()
@@ -103,6 +109,7 @@ func (e *Engine) Status() Status {
 	e.sh.mu.Lock()
 	if b := e.sh.bucket; b != nil {
 		s.Tokens = b.lim.Tokens(now)
+		s.Burst = b.burst
 	}
 	e.sh.mu.Unlock()
 	return s

@@ -96,52 +96,52 @@ func (m Mode) String() string {
 type Config struct {
 	// Name identifies the shared budget: every worker with the same Prefix
 	// and Name shares one bucket. Required; no '{' or '}'.
-	Name string `yaml:"name"`
+	Name string
 	// Prefix starts every Redis key; default "pacer:". Keys are
 	// Prefix+"{"+Name+"}" and, per key, Prefix+"{"+Name+":"+key+"}": the
 	// hash tag keeps each bucket in one Redis Cluster slot.
-	Prefix string `yaml:"prefix"`
+	Prefix string
 
 	// Rate and Burst are the global token bucket shared by all workers.
-	Rate  algorithms.Rate `yaml:"rate"`
-	Burst int             `yaml:"burst"`
+	Rate  algorithms.Rate
+	Burst int
 
 	// URL is a redis:// or rediss:// URL (AUTH user:password, TLS, database
 	// number), parsed by go-redis's ParseURL. Used when Client is nil.
-	URL string `yaml:"url"`
+	URL string
 	// Client, when set, is used instead of URL (a Cluster or Ring client,
 	// say); Close does not close it. Give it ContextTimeoutEnabled: true, or
 	// Timeout cannot cut a slow call short (New logs a warning otherwise).
-	Client goredis.UniversalClient `yaml:"-"`
+	Client goredis.UniversalClient
 
 	// Lease is the lease window: a worker takes up to Lease worth of its
 	// recent admission rate at a time, never more than Rate*Lease nor
 	// Burst/2 (at least 1). Default 100ms. Negative disables leasing: every
 	// admission is one Redis call taking exactly the permits asked for.
-	Lease time.Duration `yaml:"lease"`
+	Lease time.Duration
 	// Timeout bounds each Redis call; a slower answer counts as a failure.
 	// Default 100ms.
-	Timeout time.Duration `yaml:"timeout"`
+	Timeout time.Duration
 	// Policy applies while Redis fails. Default FailClosed.
-	Policy Policy `yaml:"policy"`
+	Policy Policy
 	// ExpectedWorkers divides Rate and Burst for the FailOpen fallback.
 	// Default 1.
-	ExpectedWorkers int `yaml:"expected_workers"`
+	ExpectedWorkers int
 	// RetryInterval spaces the probes while Redis fails. Default 250ms.
-	RetryInterval time.Duration `yaml:"retry_interval"`
+	RetryInterval time.Duration
 	// RefillHint is the wait Reserve suggests while a refill is in flight.
 	// Default (0): the measured Redis round trip (smoothed), kept within
 	// [100µs, 2ms]; 1ms until the first answer.
-	RefillHint time.Duration `yaml:"refill_hint"`
+	RefillHint time.Duration
 	// MaxKeys bounds the per-key lease table (ReserveKey); the least
 	// recently used key is dropped beyond it. Default 10000.
-	MaxKeys int `yaml:"max_keys"`
+	MaxKeys int
 
 	// Logger receives mode changes (Warn when Redis fails, Info when it
 	// answers again). Default: discard.
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 	// Hooks, optional, observe mode changes and Redis calls.
-	Hooks Hooks `yaml:"-"`
+	Hooks Hooks
 }
 
 func (c Config) withDefaults() Config {

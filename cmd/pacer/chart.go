@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -25,12 +27,20 @@ type series struct {
 type panel struct {
 	title, xlabel, ylabel string
 	lines                 []series
-	// hline, if > 0, draws a dashed horizontal reference line (a limit).
-	hline      float64
-	hlineLabel string
-	// logY draws the y axis on a log scale (values below 1 are drawn at 1),
-	// so a spike of thousands and a paced line of tens both stay readable.
+	// hlines draw dashed horizontal reference lines (limits), each with its
+	// legend label; a value <= 0 is left out.
+	hlines []hline
+	// logY draws the y axis on a log scale, so a spike of thousands and a
+	// paced line of tens both stay readable. Values below 1 (no traffic)
+	// cannot be drawn there: the line has a gap, never a fake 1/s.
 	logY bool
+}
+
+// hline is a horizontal reference line.
+type hline struct {
+	y     float64
+	label string
+	color color.RGBA
 }
 
 var (
@@ -40,59 +50,119 @@ var (
 	colQueue     = color.RGBA{R: 0x77, G: 0x77, B: 0x77, A: 0xff}
 	colBacklog   = color.RGBA{R: 0xb0, G: 0x30, B: 0x60, A: 0xff}
 	colLimit     = color.RGBA{R: 0xc0, G: 0x20, B: 0x20, A: 0xff}
+	colPeak      = color.RGBA{R: 0x80, G: 0x30, B: 0xa0, A: 0xff}
+	colAPI       = color.RGBA{R: 0x20, G: 0x20, B: 0x20, A: 0xff}
 )
 
-// writeChart draws the panels stacked vertically into path; the format
-// follows the extension (.png or .svg).
+// segments splits a line into the runs of points that can be drawn: on a
+// log axis, points below 1 are gaps.
+func segments(x, y []float64, logY bool) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for i := range x {
+		if logY && !(y[i] >= 1) {
+			if len(cur) > 0 {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, plotter.XY{X: x[i], Y: y[i]})
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// niceTicks marks a linear axis at 1, 2 or 5 times a power of ten, about
+// six to ten ticks, with labels that carry no needless decimals (integers
+// whenever the step is at least 1).
+type niceTicks struct{}
+
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: fmtTick(lo, 1)}}
+	}
+	step := niceStep((hi - lo) / 6)
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: fmtTick(v, step)})
+		if minor := v + step/2; minor < hi {
+			ts = append(ts, plot.Tick{Value: minor})
+		}
+	}
+	return ts
+}
+
+// niceStep rounds raw to 1, 2 or 5 times a power of ten (the smallest one
+// at least three quarters of raw, so an axis gets six to nine ticks).
+func niceStep(raw float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= 0.75*raw {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// fmtTick prints v with as many decimals as step needs (none for step >= 1).
+func fmtTick(v, step float64) string {
+	dec := 0
+	if step < 1 {
+		dec = int(math.Ceil(-math.Log10(step) - 1e-9))
+	}
+	if math.Abs(v) < step*1e-9 {
+		v = 0
+	}
+	return strconv.FormatFloat(v, 'f', dec, 64)
+}
+
+// logTicks marks a log axis at 1, 2 and 5 times each power of ten, with
+// integer labels (the axis starts at 1).
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for p := math.Pow(10, math.Floor(math.Log10(max(lo, 1)))); p <= hi; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * p; v >= lo && v <= hi {
+				ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+			}
+		}
+		for m := 3.0; m <= 9; m++ {
+			if v := m * p; v >= lo && v <= hi && m != 5 {
+				ts = append(ts, plot.Tick{Value: v})
+			}
+		}
+	}
+	return ts
+}
+
+// writeChart draws the panels stacked vertically into path, on one shared
+// time axis; the format follows the extension (.png or .svg).
 func writeChart(path string, panels []panel) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	if format != "png" && format != "svg" {
 		return fmt.Errorf("chart %s: want a .png or .svg file", path)
 	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for _, pn := range panels {
+		for _, s := range pn.lines {
+			for _, x := range s.x {
+				xmin, xmax = min(xmin, x), max(xmax, x)
+			}
+		}
+	}
+	if !(xmax > xmin) {
+		xmin, xmax = 0, 1
+	}
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
-		p := plot.New()
-		p.Title.Text = pn.title
-		p.X.Label.Text = pn.xlabel
-		p.Y.Label.Text = pn.ylabel
-		p.Y.Min = 0
-		floor := 0.0
-		if pn.logY {
-			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-			p.Y.Min, floor = 1, 1
-		}
-		p.Legend.Top = true
-		p.Add(plotter.NewGrid())
-		for _, s := range pn.lines {
-			if len(s.x) == 0 {
-				continue
-			}
-			xys := make(plotter.XYs, len(s.x))
-			for j := range s.x {
-				xys[j].X, xys[j].Y = s.x[j], max(s.y[j], floor)
-			}
-			l, err := plotter.NewLine(xys)
-			if err != nil {
-				return fmt.Errorf("chart: %w", err)
-			}
-			l.Color = s.color
-			l.Width = vg.Points(1.5)
-			if s.dash {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			}
-			p.Add(l)
-			p.Legend.Add(s.name, l)
-		}
-		if pn.hline > 0 && len(pn.lines) > 0 && len(pn.lines[0].x) > 0 {
-			xs := pn.lines[0].x
-			l, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: pn.hline}, {X: xs[len(xs)-1], Y: pn.hline}})
-			if err == nil {
-				l.Color = colLimit
-				l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-				p.Add(l)
-				p.Legend.Add(pn.hlineLabel, l)
-			}
+		p, err := drawPanel(pn, xmin, xmax)
+		if err != nil {
+			return err
 		}
 		plots[i] = []*plot.Plot{p}
 	}
@@ -117,4 +187,88 @@ func writeChart(path string, panels []panel) error {
 		return fmt.Errorf("chart %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// drawPanel builds one panel's plot over [xmin, xmax]. The y axis leaves
+// headroom above the data for the legend (top left), so the legend never
+// covers a line.
+func drawPanel(pn panel, xmin, xmax float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = pn.title
+	p.X.Label.Text = pn.xlabel
+	p.Y.Label.Text = pn.ylabel
+	p.X.Min, p.X.Max = xmin, xmax
+	p.X.Tick.Marker = niceTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Millimeter, -vg.Millimeter
+	p.Add(plotter.NewGrid())
+	ymax := 0.0
+	for _, s := range pn.lines {
+		for _, y := range s.y {
+			if !math.IsInf(y, 0) && !math.IsNaN(y) {
+				ymax = max(ymax, y)
+			}
+		}
+	}
+	for _, h := range pn.hlines {
+		ymax = max(ymax, h.y)
+	}
+	entries := 0
+	for _, s := range pn.lines {
+		if len(s.x) == 0 {
+			continue
+		}
+		style := func(l *plotter.Line) {
+			l.Color = s.color
+			l.Width = vg.Points(1.5)
+			if s.dash {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+		}
+		var first *plotter.Line
+		for _, seg := range segments(s.x, s.y, pn.logY) {
+			l, err := plotter.NewLine(seg)
+			if err != nil {
+				return nil, fmt.Errorf("chart: %w", err)
+			}
+			style(l)
+			p.Add(l)
+			if first == nil {
+				first = l
+			}
+		}
+		if first == nil { // nothing drawable (no traffic at all): keep the legend entry
+			first = &plotter.Line{}
+			style(first)
+		}
+		p.Legend.Add(s.name, first)
+		entries++
+	}
+	for _, h := range pn.hlines {
+		if h.y <= 0 {
+			continue
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: h.y}, {X: xmax, Y: h.y}})
+		if err != nil {
+			return nil, fmt.Errorf("chart: %w", err)
+		}
+		l.Color = h.color
+		l.Width = vg.Points(1)
+		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(h.label, l)
+		entries++
+	}
+	if pn.logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+		p.Y.Min = 1
+		// Each legend entry takes about a sixth of a decade at this height.
+		p.Y.Max = max(10, ymax) * math.Pow(10, 0.25+0.17*float64(entries))
+	} else {
+		p.Y.Tick.Marker = niceTicks{}
+		p.Y.Min = 0
+		p.Y.Max = max(ymax, 1) * (1.15 + 0.09*float64(entries))
+	}
+	return p, nil
 }

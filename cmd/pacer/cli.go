@@ -30,9 +30,6 @@ type cli struct {
 	Status   statusCmd   `cmd:"" help:"Print the backlog (lag, pending, oldest age, drain time): of a running worker (--addr), or read-only from the broker for a config (-c)."`
 
 	Healthcheck healthcheckCmd `cmd:"" help:"Probe a worker's admin listener (GET /readyz): exit 0 when ready, 1 otherwise. For container health checks."`
-
-	Testapi testapiCmd `cmd:"" hidden:"" help:"Serve a rate-limited mock API (for docker compose)."`
-	Produce produceCmd `cmd:"" hidden:"" help:"Publish a bursty load to Kafka or NATS (for docker compose)."`
 }
 
 // env is what every command gets: the context (cancelled on SIGINT and
@@ -48,6 +45,9 @@ type env struct {
 type exitError struct {
 	code int
 	err  error
+	// logged: the command already logged err, so run does not print it
+	// again (every fatal error is printed once).
+	logged bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -66,6 +66,7 @@ var version = "dev"
 // returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup func(string) (string, bool)) (code int) {
 	var c cli
+	bare := len(args) == 0
 	parser, err := kong.New(&c,
 		kong.Name("pacer"),
 		kong.Description("pacer paces message-queue consumption (Kafka, NATS JetStream) into rate-limited downstreams (HTTP APIs, SQL databases)."),
@@ -85,8 +86,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 				panic(r)
 			}
 			code = int(k)
+			if bare && code == exitOK {
+				code = exitUsage // bare "pacer": the usage, but no command was given
+			}
 		}
 	}()
+	args = conventionalArgs(args)
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintln(stderr, "pacer:", err)
@@ -96,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 	if err := kctx.Run(e); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
-			if ee.err != nil && ee.err.Error() != "" {
+			if ee.err != nil && ee.err.Error() != "" && !ee.logged {
 				fmt.Fprintln(stderr, "pacer:", ee.err)
 			}
 			return ee.code
@@ -105,6 +110,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookup fu
 		return exitFailure
 	}
 	return exitOK
+}
+
+// conventionalArgs maps the forms people expect onto the command tree:
+// bare "pacer" and "pacer help [CMD]" show the help, "--version" is the
+// version command.
+func conventionalArgs(args []string) []string {
+	switch {
+	case len(args) == 0:
+		return []string{"--help"}
+	case args[0] == "help":
+		return append(append([]string(nil), args[1:]...), "--help")
+	case len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "-V"):
+		return []string{"version"}
+	}
+	return args
+}
+
+// configFlags is how a command names its config file: -c FILE, a FILE
+// argument, or the PACER_CONFIG environment variable, in that order.
+type configFlags struct {
+	Config string `short:"c" type:"path" placeholder:"FILE" help:"Config file (YAML); or give it as the argument, or set PACER_CONFIG."`
+	File   string `arg:"" optional:"" type:"path" name:"file" help:"Config file (YAML), as -c."`
+}
+
+// path returns the config file to load, or a usage error.
+func (f configFlags) path(e *env) (string, error) {
+	switch {
+	case f.Config != "" && f.File != "" && f.Config != f.File:
+		return "", usageErr("two config files given (-c %s and %s): give one", f.Config, f.File)
+	case f.Config != "":
+		return f.Config, nil
+	case f.File != "":
+		return f.File, nil
+	}
+	if p, ok := e.lookup("PACER_CONFIG"); ok && p != "" {
+		return p, nil
+	}
+	return "", usageErr("no config file: give -c FILE or FILE, or set PACER_CONFIG")
 }
 
 // newLogger builds the slog logger from the config's log section; flags
@@ -130,26 +173,51 @@ func newLogger(w io.Writer, lc config.Log, level, format string) (*slog.Logger, 
 	return nil, usageErr("log format %q: want text or json", format)
 }
 
-// loadConfig loads and validates a config file, printing every problem
-// (with its line and the line's text) to w; a bad config is exit code 2.
+// loadConfig loads and validates a config file, then builds every part
+// offline (checkParts), printing every problem (with its line and the
+// line's text, secrets redacted) to stderr; a bad config is exit code 2.
+// validate and run both load through it, so they agree on every config.
 func loadConfig(e *env, path string) (*config.Config, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
 	cfg, err := config.Parse(data, e.lookup)
-	if err != nil {
-		var ps config.Problems
-		if errors.As(err, &ps) {
-			printProblems(e.stderr, path, data, ps)
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %d problem(s)", path, len(ps))}
-		}
+	var ps config.Problems
+	if err != nil && !errors.As(err, &ps) {
 		return nil, &exitError{code: exitUsage, err: err}
+	}
+	ps = append(ps, newProblems(ps, checkParts(cfg))...)
+	if len(ps) > 0 {
+		ps.Sort()
+		printProblems(e.stderr, path, data, cfg, ps)
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %d problem(s)", path, len(ps))}
 	}
 	return cfg, nil
 }
 
-func printProblems(w io.Writer, path string, data []byte, ps config.Problems) {
+// newProblems returns the problems of parts about fields that have none
+// in ps yet (a field the file got wrong also fails to build).
+func newProblems(ps, parts config.Problems) config.Problems {
+	var out config.Problems
+	for _, p := range parts {
+		dup := false
+		for _, q := range ps {
+			if q.Path == "" || p.Path == q.Path || strings.HasPrefix(p.Path, q.Path+".") || strings.HasPrefix(q.Path, p.Path+".") {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// printProblems prints each problem as FILE:LINE: field: message, with the
+// line's text, secrets redacted (cfg may be nil).
+func printProblems(w io.Writer, path string, data []byte, cfg *config.Config, ps config.Problems) {
 	lines := strings.Split(string(data), "\n")
 	for _, p := range ps {
 		loc := path
@@ -162,7 +230,7 @@ func printProblems(w io.Writer, path string, data []byte, ps config.Problems) {
 		}
 		fmt.Fprintf(w, "%s: %s%s\n", loc, field, p.Msg)
 		if p.Line > 0 && p.Line <= len(lines) {
-			fmt.Fprintf(w, "    %4d | %s\n", p.Line, strings.TrimRight(lines[p.Line-1], "\r"))
+			fmt.Fprintf(w, "    %4d | %s\n", p.Line, cfg.RedactLine(p.Line, strings.TrimRight(lines[p.Line-1], "\r")))
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/loadgen"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 )
@@ -96,14 +97,14 @@ func (d demoCmd) Run(e *env) error {
 	}
 	// A spike, a steady stream below the rate, a quiet gap, a second spike.
 	steadyRate := 0.6 * s.Rate.PerSecond()
-	plan := loadPlan{Spike1: total * 35 / 100, Steady: total * 35 / 100, SteadyRate: steadyRate}
+	plan := loadgen.Plan{Spike1: total * 35 / 100, Steady: total * 35 / 100, SteadyRate: steadyRate}
 	plan.Spike2 = total - plan.Spike1 - plan.Steady
 	plan.Gap = d.Duration / 20
 	apiCfg := testapi.Config{Rate: apiRate}
 	if d.Converge {
 		// The whole backlog at once, and an API that says only "429,
 		// Retry-After: 1": the hardest case for finding its limit.
-		plan = loadPlan{Spike1: total}
+		plan = loadgen.Plan{Spike1: total}
 		apiCfg.Burst, apiCfg.Headers = 10, testapi.HeadersNone
 	}
 
@@ -183,7 +184,7 @@ func (d demoCmd) Run(e *env) error {
 		// Asynchronous publishes, so a spike really is a spike; every ack is
 		// checked before the publisher reports done.
 		var futures []jetstream.PubAckFuture
-		err := plan.run(e.ctx, func(ctx context.Context, i int) error {
+		err := plan.Run(e.ctx, func(ctx context.Context, i int) error {
 			m := nats.NewMsg("demo.orders")
 			m.Data = fmt.Appendf(nil, `{"order":%d}`, i)
 			m.Header.Set("Nats-Msg-Id", "demo-"+strconv.Itoa(i))
@@ -333,7 +334,7 @@ loop:
 	_ = tw.Render()
 
 	if d.Chart != "" {
-		panels := demoPanels(start, pubTimes, admitted, acceptedTimes, samples, s)
+		panels := demoPanels(start, pubTimes, admitted, acceptedTimes, samples, s, apiRate)
 		if d.Converge {
 			panels = convergePanels(start, acceptedTimes, api.Throttled(), samples, s, apiRate)
 		}
@@ -463,7 +464,11 @@ func ratePerBin(start time.Time, ts []time.Time, n int, width float64) ([]float6
 	return x, y
 }
 
-func demoPanels(start time.Time, pub, adm, acc []time.Time, samples []demoSample, s config.Shaping) []panel {
+// demoPanels draws the demo on one time axis: the rates (incoming,
+// admitted, delivered) against the shaping's rate and peak and the API's
+// limit, then where messages wait (pacer's queue, the broker) and when the
+// source was paused.
+func demoPanels(start time.Time, pub, adm, acc []time.Time, samples []demoSample, s config.Shaping, apiRate float64) []panel {
 	end := 1.0
 	if len(samples) > 0 {
 		end = samples[len(samples)-1].t
@@ -473,28 +478,40 @@ func demoPanels(start time.Time, pub, adm, acc []time.Time, samples []demoSample
 	px, py := ratePerBin(start, pub, n, width)
 	ax, ay := ratePerBin(start, adm, n, width)
 	dx, dy := ratePerBin(start, acc, n, width)
-	qx, qy, pz := make([]float64, len(samples)), make([]float64, len(samples)), make([]float64, len(samples))
+	qx, qy, by, pz := make([]float64, len(samples)), make([]float64, len(samples)), make([]float64, len(samples)), make([]float64, len(samples))
+	pausedEver := false
 	for i, smp := range samples {
 		qx[i], qy[i] = smp.t, float64(smp.queue)
+		by[i] = float64(smp.published) - float64(smp.consumed) // still in the broker
 		if smp.paused {
 			pz[i] = float64(s.QueueSize)
+			pausedEver = true
 		}
 	}
 	title := fmt.Sprintf("pacer demo: incoming vs delivered (rate %s, burst %d, peak %s)", s.Rate, s.EffectiveBurst(), s.Peak)
-	limit, label := s.Rate.PerSecond(), "rate "+s.Rate.String()
+	limits := []hline{{y: s.Rate.PerSecond(), label: "pacer rate " + s.Rate.String(), color: colLimit}}
 	if !s.Peak.IsZero() {
-		limit, label = s.Peak.PerSecond(), "peak "+s.Peak.String()
+		limits = append(limits, hline{y: s.Peak.PerSecond(), label: "pacer peak " + s.Peak.String(), color: colPeak})
+	}
+	if apiRate > 0 {
+		limits = append(limits, hline{y: apiRate, label: fmt.Sprintf("the API's limit %.0f/s", apiRate), color: colAPI})
+	}
+	wait := []series{
+		{name: "in pacer's queue", color: colQueue, x: qx, y: qy},
+		{name: "in the broker (published, not yet consumed)", color: colIncoming, x: qx, y: by},
+	}
+	waitTitle := "where messages wait (the source was never paused: the queue had room)"
+	if pausedEver {
+		waitTitle = "where messages wait, and when the source was paused (queue full)"
+		wait = append(wait, series{name: fmt.Sprintf("source paused (drawn at queue_size %d)", s.QueueSize), color: colBacklog, x: qx, y: pz, dash: true})
 	}
 	return []panel{
-		{title: title, xlabel: "time (s)", ylabel: "messages / s (log scale)", hline: limit, hlineLabel: label, logY: true, lines: []series{
+		{title: title, xlabel: "time (s)", ylabel: "messages / s (log scale)", hlines: limits, logY: true, lines: []series{
 			{name: "incoming (published)", color: colIncoming, x: px, y: py},
 			{name: "admitted by pacer", color: colAdmitted, x: ax, y: ay, dash: true},
 			{name: "delivered to the API", color: colDelivered, x: dx, y: dy},
 		}},
-		{title: "backpressure", xlabel: "time (s)", ylabel: "messages", lines: []series{
-			{name: "queue depth", color: colQueue, x: qx, y: qy},
-			{name: "source paused (at queue size)", color: colBacklog, x: qx, y: pz, dash: true},
-		}},
+		{title: waitTitle, xlabel: "time (s)", ylabel: "messages", lines: wait},
 	}
 }
 
@@ -515,7 +532,7 @@ func convergePanels(start time.Time, acc, refused []time.Time, samples []demoSam
 	}
 	return []panel{
 		{title: fmt.Sprintf("pacer demo --converge: configured %s, the API allows %.0f/s (429 + Retry-After only)", s.Rate, apiRate),
-			xlabel: "time (s)", ylabel: "requests / s", hline: apiRate, hlineLabel: fmt.Sprintf("API limit %.0f/s", apiRate), lines: []series{
+			xlabel: "time (s)", ylabel: "requests / s", hlines: []hline{{y: apiRate, label: fmt.Sprintf("API limit %.0f/s", apiRate), color: colAPI}}, lines: []series{
 				{name: "accepted by the API", color: colDelivered, x: dx, y: dy},
 				{name: "answered 429", color: colBacklog, x: tx, y: ty},
 				{name: "pacer's rate", color: colAdmitted, x: rx, y: ry, dash: true},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,82 +69,5 @@ drain_timeout: 5s
 	}
 	if st := api.Stats(); st.Unique != n {
 		t.Errorf("API stats %+v want %d unique", st, n)
-	}
-}
-
-// TestHiddenHelpers: `pacer testapi` and `pacer produce` (used by docker
-// compose) work.
-func TestHiddenHelpers(t *testing.T) {
-	addr := freeAddr(t)
-	p := start(t, nil, "testapi", "--listen", addr, "--rate", "5", "--burst", "5")
-	var codes []int
-	testkit.Eventually(t, 10*time.Second, "testapi answering", func() bool {
-		res, err := http.Post("http://"+addr+"/x", "application/json", strings.NewReader("{}"))
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		codes = append(codes, res.StatusCode)
-		return true
-	})
-	for range 10 {
-		res, err := http.Post("http://"+addr+"/x", "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		codes = append(codes, res.StatusCode)
-	}
-	if !slices.Contains(codes, 200) || !slices.Contains(codes, 429) {
-		t.Errorf("testapi statuses %v, want some 200 and some 429", codes)
-	}
-	if code := p.stop(t, 10*time.Second); code != 0 {
-		t.Errorf("testapi exit = %d", code)
-	}
-
-	url, stream, js := setupNATS(t, 0)
-	r := runBin(t, nil, "produce", "--nats", url, "--stream", stream, "--subject", stream+".demo",
-		"--spike", "20", "--steady", "10", "--steady-rate", "100", "--gap", "0s")
-	if r.code != 0 {
-		t.Fatalf("produce = %d\n%s", r.code, r.stderr)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != 50 {
-		t.Errorf("stream holds %d messages, want 50 (spike 20, steady 10, spike 20)", info.State.Msgs)
-	}
-}
-
-// TestProduceKafka: `pacer produce --kafka` (compose's producer) writes the
-// whole plan to a topic.
-func TestProduceKafka(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "load")
-	r := runBin(t, nil, "produce", "--kafka", strings.Join(brokers, ","), "--topic", topic,
-		"--spike", "15", "--steady", "10", "--steady-rate", "200", "--gap", "0s")
-	if r.code != 0 {
-		t.Fatalf("produce = %d\n%s", r.code, r.stderr)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	got := 0
-	for got < 40 && ctx.Err() == nil {
-		got += cl.PollFetches(ctx).NumRecords()
-	}
-	if got != 40 {
-		t.Errorf("topic holds %d records, want 40", got)
 	}
 }

@@ -112,6 +112,65 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestConventionalCLI: the forms people type first work: bare pacer and
+// pacer help show the usage, --version the version, validate takes the file
+// as an argument or from PACER_CONFIG.
+func TestConventionalCLI(t *testing.T) {
+	if r := runBin(t, nil); r.code != 2 || !strings.Contains(r.stdout, "Commands:") {
+		t.Errorf("pacer = %d, stdout %q want the usage and exit 2", r.code, r.stdout)
+	}
+	if r := runBin(t, nil, "help"); r.code != 0 || !strings.Contains(r.stdout, "Commands:") {
+		t.Errorf("pacer help = %d %q", r.code, r.stdout)
+	}
+	if r := runBin(t, nil, "help", "validate"); r.code != 0 || !strings.Contains(r.stdout, "Usage: pacer validate") {
+		t.Errorf("pacer help validate = %d %q", r.code, r.stdout)
+	}
+	if r := runBin(t, nil, "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "pacer ") {
+		t.Errorf("pacer --version = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	good, err := filepath.Abs("../../configs/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runBin(t, nil, "validate", good); r.code != 0 || !strings.HasPrefix(r.stdout, "ok: ") {
+		t.Errorf("pacer validate FILE = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runBin(t, []string{"PACER_CONFIG=" + good}, "validate"); r.code != 0 || !strings.HasPrefix(r.stdout, "ok: "+good) {
+		t.Errorf("PACER_CONFIG=FILE pacer validate = %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runBin(t, nil, "validate", "-c", good, "/other.yaml"); r.code != 2 || !strings.Contains(r.stderr, "two config files") {
+		t.Errorf("two files = %d %q", r.code, r.stderr)
+	}
+}
+
+// TestFatalErrorPrintedOnce: a start-up failure is printed once, not logged
+// and then printed again.
+func TestFatalErrorPrintedOnce(t *testing.T) {
+	cfg := writeFile(t, "sql.yaml", `source:
+  type: nats
+  nats:
+    url: nats://127.0.0.1:1
+    stream: S
+shaping:
+  rate: 1/s
+sink:
+  type: sql
+  sql:
+    driver: sqlite
+    dsn: /no/such/dir/x.db
+    create_table: true
+admin:
+  listen: ""
+`)
+	r := runBin(t, nil, "run", "-c", cfg)
+	if r.code != 1 {
+		t.Fatalf("exit %d want 1\n%s", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stderr, "create_table"); n != 1 {
+		t.Errorf("the failure appears %d times, want once:\n%s", n, r.stderr)
+	}
+}
+
 func TestValidateExamples(t *testing.T) {
 	files, _ := filepath.Glob("../../configs/*.yaml")
 	if len(files) < 4 {
@@ -151,7 +210,7 @@ sink:
 	for _, want := range []string{
 		f + `:5: source.kafka.topcs: unknown field "topcs" (did you mean "topics"?)`,
 		"       5 |     topcs: [orders]",
-		f + `:8: shaping.burst: want an integer, got "lots"`,
+		f + `:8: shaping.burst: want a whole number, got "lots"`,
 		f + `:9: shaping.peak: peak 10/s is below rate 100/s`,
 		f + `:13: sink.http.url: "ftp://nope" is not an http:// or https:// URL`,
 		f + `:3: source.kafka.topics: missing`, // reported at the nearest line present: kafka:'s

@@ -12,13 +12,13 @@ import (
 type algorithmsRate = algorithms.Rate
 
 // metricsHooks returns the engine hooks that export metrics on reg (the
-// worker's own registry, never the global one).
-func metricsHooks(reg *prometheus.Registry) (pacer.Hooks, error) {
+// worker's own registry, never the global one), and the metrics hook.
+func metricsHooks(reg *prometheus.Registry) (pacer.Hooks, *metrics.Prometheus, error) {
 	m, err := metrics.New(reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pacer.Hooks{m}, nil
+	return pacer.Hooks{m}, m, nil
 }
 
 // registerGlobalMetrics exports the Redis limiters (pacer_global_*, label

@@ -22,11 +22,10 @@ func natsConn(n config.NATS) natssrc.Conn {
 	}
 }
 
-// buildNATSSource builds the JetStream source (and a subject dead-letter
-// publisher when configured).
-func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Source, pacer.DeadLetterer, error) {
+// natsSourceConfig maps source.nats to the JetStream source's config.
+func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 	n := cfg.Source.NATS
-	src, err := natssrc.New(natssrc.Config{
+	return natssrc.Config{
 		Conn:          natsConn(n),
 		Stream:        n.Stream,
 		Consumer:      n.Consumer,
@@ -38,7 +37,14 @@ func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.S
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
 		Logger:        log,
-	})
+	}
+}
+
+// buildNATSSource builds the JetStream source (and a subject dead-letter
+// publisher when configured).
+func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Source, pacer.DeadLetterer, error) {
+	n := cfg.Source.NATS
+	src, err := natssrc.New(natsSourceConfig(cfg, log))
 	if err != nil {
 		return nil, nil, err
 	}

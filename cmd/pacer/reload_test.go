@@ -86,3 +86,40 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 		t.Errorf("status after reload: %+v / %v", st.Configured, st.Engine.ConfiguredRate)
 	}
 }
+
+// TestReloadLogsOnce: a reload logs one line, and a rate change only when
+// the rate changed (not "rate changed from 10 to 10").
+func TestReloadLogsOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	write := func(rate string) {
+		t.Helper()
+		text := strings.NewReplacer("RATE", rate, "HOURLY", "100/h").Replace(reloadBase)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("10/s")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
+	var logs strings.Builder
+	w, err := newWorker(cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, lookup: os.LookupEnv}
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+
+	w.reload(e, path) // unchanged
+	if n, r := count("reloaded"), count("rate changed"); n != 1 || r != 0 {
+		t.Errorf("same file: %d reload lines and %d rate changes logged, want 1 and 0:\n%s", n, r, logs.String())
+	}
+	write("20/s")
+	w.reload(e, path)
+	if n := count("reloaded"); n != 2 || !strings.Contains(logs.String(), "reloaded\" rate=20/s") || count("from=20 to=20")+count("from=10 to=10") != 0 {
+		t.Errorf("new rate: %d reload lines, want 2, the second at 20/s, and no change from a rate to itself:\n%s", n, logs.String())
+	}
+}

@@ -23,12 +23,13 @@ import (
 	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/admin"
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
 )
 
 type runCmd struct {
-	Config    string `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file (YAML)."`
+	configFlags
 	LogLevel  string `help:"Override log.level (debug, info, warn, error)." placeholder:"LEVEL"`
 	LogFormat string `help:"Override log.format (text, json)." placeholder:"FORMAT"`
 }
@@ -37,7 +38,12 @@ type runCmd struct {
 // a bad config, 1 for a runtime failure. SIGHUP reloads the shaping settings
 // from the file; a bad reload keeps the old settings and logs why.
 func (r runCmd) Run(e *env) error {
-	cfg, err := loadConfig(e, r.Config)
+	path, err := r.path(e)
+	if err != nil {
+		return err
+	}
+	r.Config = path
+	cfg, err := loadConfig(e, path)
 	if err != nil {
 		return err
 	}
@@ -46,20 +52,28 @@ func (r runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	log = slog.New(rec.wrap(log.Handler()))
+	// Redaction first: the recorder (/status last_errors) and the output
+	// both see masked text.
+	red := newRedactor(cfg)
+	log = slog.New(red.Handler(rec.wrap(log.Handler())))
+	routeLibraryLoggers(log)
 
-	w, err := newWorker(cfg, log, e.stdout, e.lookup)
+	w, err := startWorker(e.ctx, cfg.Admin, log, func() (*worker, error) { return newWorker(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
-		return &exitError{code: exitFailure, err: err}
+		return &exitError{code: exitFailure, err: err, logged: true}
+	}
+	if w == nil {
+		return nil // stopped while waiting for the brokers
 	}
 	defer w.close()
 	w.errors = rec
+	w.red = red
 
 	stopAdmin, err := w.serveAdmin(cfg.Admin, log)
 	if err != nil {
 		log.Error("pacer: admin listener", "err", err)
-		return &exitError{code: exitFailure, err: err}
+		return &exitError{code: exitFailure, err: err, logged: true}
 	}
 	defer stopAdmin()
 
@@ -84,7 +98,7 @@ func (r runCmd) Run(e *env) error {
 		"rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
 	if err := w.engine.Run(e.ctx); err != nil {
 		log.Error("pacer: stopped on error", "err", err)
-		return &exitError{code: exitFailure, err: err}
+		return &exitError{code: exitFailure, err: err, logged: true}
 	}
 	st := w.engine.Status()
 	log.Info("pacer: stopped cleanly", "consumed", st.Consumed, "delivered", st.Delivered, "acked", st.Acked,
@@ -106,6 +120,7 @@ type worker struct {
 	// lookup reads the environment (admin.token_env).
 	lookup  func(string) (string, bool)
 	errors  *errorRecorder
+	red     *redact.Redactor // masks secrets in /status and /readyz (nil: URLs only)
 	reloads int
 	started time.Time
 	// backlog measures what waits in the broker (nil for sources that
@@ -166,13 +181,22 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
+	w.red = newRedactor(cfg)
+	if dl != nil {
+		dl = redactDeadLetter{dl: dl, red: w.red}
+	}
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
 	ec.Logger = log
-	hooks, err := metricsHooks(w.reg)
+	hooks, m, err := metricsHooks(w.reg)
 	if err != nil {
 		return nil, err
 	}
+	traced, err := tracingHooks(cfg, m, lookup, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	ec.Hooks = append(ec.Hooks, traced...)
 	ec.Hooks = append(ec.Hooks, hooks...)
 	ec.Hooks = append(ec.Hooks, extra...)
 	eng, err := pacer.New(ec)
@@ -304,7 +328,7 @@ func (w *worker) reload(e *env, path string) {
 	w.cfg.Shaping.Global = keepGlobal
 	w.shaping = sh
 	w.reloads++
-	log.Info("pacer: reloaded shaping", "rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
+	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
 // reloadGlobal applies a reloaded shaping.global: the shared rate and
@@ -345,7 +369,7 @@ func (w *worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 		return true
 	}
 	next := cur
-	if apply(w.global, "shaping.global", g.Rate, g.Burst, cur.Rate, cur.Burst) {
+	if apply(w.global, "shaping.global", g.Rate, g.EffectiveBurst(), cur.Rate, cur.EffectiveBurst()) {
 		next.Rate, next.Burst = g.Rate, g.Burst
 	}
 	if apply(w.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {
@@ -435,6 +459,7 @@ func (w *worker) status() any {
 	}
 	v.Reloads = w.reloads
 	v.Uptime = time.Since(w.started).Round(time.Second).String()
+	v.Engine.Breaker.Cause = w.red.String(v.Engine.Breaker.Cause)
 	v.LastErrors = w.errors.last()
 	if v.LastErrors == nil {
 		v.LastErrors = []errRecord{}
@@ -453,7 +478,11 @@ func (w *worker) ready(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
 		}
 	}
-	return err
+	if err != nil {
+		// /readyz shows the text: no credentials from URLs or secret fields.
+		return errors.New(w.red.Error(err))
+	}
+	return nil
 }
 
 // serveAdmin starts the admin listener, if configured; the returned

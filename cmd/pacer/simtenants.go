@@ -218,7 +218,7 @@ func tenantPanels(ts []simTenant, runs []*tenantRun, s config.Shaping) []panel {
 	}
 	return []panel{
 		{title: fmt.Sprintf("pacer simulate: %d tenants sharing %s, fairness on (a stream per tenant)", len(ts), s.Rate), xlabel: "time (s)", ylabel: "admitted / s",
-			hline: s.Rate.PerSecond(), hlineLabel: "rate " + s.Rate.String(), lines: rate},
+			hlines: []hline{{y: s.Rate.PerSecond(), label: "rate " + s.Rate.String(), color: colLimit}}, lines: rate},
 		{title: "queue wait p99 per tenant, by arrival time: FIFO (dashed) vs fair", xlabel: "arrival time (s)", ylabel: "milliseconds (log scale)", logY: true, lines: wait},
 	}
 }

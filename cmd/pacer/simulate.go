@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +52,10 @@ func (s simulateCmd) Run(e *env) error {
 	if err := os.MkdirAll(s.Out, 0o755); err != nil {
 		return err
 	}
-	res, err := simulateFrom(cfg.Shaping, tr, s.Bucket, start)
+	res, err := simulateCtx(e.ctx, cfg.Shaping, tr, s.Bucket, start)
+	if errors.Is(err, context.Canceled) {
+		return &exitError{code: exitFailure, err: fmt.Errorf("simulate: interrupted")}
+	}
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -114,6 +119,15 @@ func readTrace(path string) (*trace, error) {
 		if n < 0 || math.IsNaN(n) || math.IsInf(n, 0) || sec < 0 || math.IsNaN(sec) || math.IsInf(sec, 0) {
 			return nil, fmt.Errorf("trace %s: row %d: negative or non-finite value", path, line)
 		}
+		if sec > maxTraceSeconds {
+			return nil, fmt.Errorf("trace %s: row %d: time %g s is beyond the limit of %d s (a year)", path, line, sec, maxTraceSeconds)
+		}
+		if n > maxTraceMessages {
+			return nil, fmt.Errorf("trace %s: row %d: count %g is above the limit of %d messages", path, line, n, maxTraceMessages)
+		}
+		if len(t.at) >= maxTraceRows {
+			return nil, fmt.Errorf("trace %s: more than %d rows", path, maxTraceRows)
+		}
 		if k := len(t.at); k > 0 && sec <= t.at[k-1] {
 			return nil, fmt.Errorf("trace %s: row %d: time %g is not after %g", path, line, sec, t.at[k-1])
 		}
@@ -132,8 +146,20 @@ func readTrace(path string) (*trace, error) {
 	for i, c := range t.count {
 		t.cum[i+1] = t.cum[i] + c
 	}
+	if t.cum[len(t.count)] > maxTraceMessages {
+		return nil, fmt.Errorf("trace %s: %g messages in all, above the limit of %d", path, t.cum[len(t.count)], maxTraceMessages)
+	}
 	return t, nil
 }
+
+// Bounds on a trace, so that a simulation finishes in seconds: the work
+// is about one step per message, and the chart has at most a few hundred
+// points per trace-width.
+const (
+	maxTraceSeconds  = 366 * 24 * 3600
+	maxTraceMessages = 20_000_000
+	maxTraceRows     = 1_000_000
+)
 
 func (t *trace) rowEnd(i int) float64 {
 	if i+1 < len(t.at) {
@@ -211,41 +237,34 @@ func shaperFor(s config.Shaping, now time.Time) (algorithms.Limiter, []string, e
 	return algorithms.NewAll(ls...), notes, nil
 }
 
-// waitHist is a log-scale histogram of queue waits (5% resolution).
+// waitHist holds every queue wait, for exact percentiles (nearest rank).
 type waitHist struct {
-	n      [512]int64
-	total  int64
+	waits  []float64 // seconds; sorted lazily by quantile
+	sorted bool
 	maxSec float64
 }
 
-const histBase = 1.05
-
 func (h *waitHist) add(sec float64, k int64) {
-	i := 0
-	if ms := sec * 1000; ms > 0 {
-		i = min(len(h.n)-1, 1+int(math.Log1p(ms)/math.Log(histBase)))
+	for range k {
+		h.waits = append(h.waits, sec)
 	}
-	h.n[i] += k
-	h.total += k
+	h.sorted = false
 	h.maxSec = max(h.maxSec, sec)
 }
 
+// quantile is the nearest-rank q-quantile: the smallest wait that at least
+// q of the messages did not exceed (0 with no messages).
 func (h *waitHist) quantile(q float64) float64 {
-	if h.total == 0 {
+	n := len(h.waits)
+	if n == 0 {
 		return 0
 	}
-	target := int64(math.Ceil(q * float64(h.total)))
-	var acc int64
-	for i, c := range h.n {
-		acc += c
-		if acc >= target {
-			if i == 0 {
-				return 0
-			}
-			return math.Min(h.maxSec, math.Expm1(float64(i)*math.Log(histBase))/1000)
-		}
+	if !h.sorted {
+		slices.Sort(h.waits)
+		h.sorted = true
 	}
-	return h.maxSec
+	i := int(math.Ceil(q*float64(n))) - 1
+	return h.waits[min(n-1, max(0, i))]
 }
 
 type simBucket struct {
@@ -290,6 +309,18 @@ func simulate(s config.Shaping, tr *trace, bucket time.Duration) (*simResult, er
 
 // simulateFrom is simulate with the trace starting at t0.
 func simulateFrom(s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
+	return simulateCtx(context.Background(), s, tr, bucket, t0)
+}
+
+// simulateCtx is simulateFrom that stops with ctx's error when ctx is done
+// (SIGINT, SIGTERM).
+func simulateCtx(ctx context.Context, s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
+	if bucket < 0 {
+		return nil, fmt.Errorf("--bucket %v is negative", bucket)
+	}
+	if bucket > 0 && tr.end/bucket.Seconds() > maxSimBuckets {
+		return nil, fmt.Errorf("--bucket %v gives %.0f points over the trace's %g s; the limit is %d", bucket, tr.end/bucket.Seconds(), tr.end, maxSimBuckets)
+	}
 	lim, notes, err := shaperFor(s, t0)
 	if err != nil {
 		return nil, err
@@ -342,7 +373,11 @@ func simulateFrom(s config.Shaping, tr *trace, bucket time.Duration, t0 time.Tim
 		}
 		now = to
 	}
+	steps := 0
 	for now < horizon {
+		if steps++; steps%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		// Arrivals into the broker.
 		if a := tr.arrivedBy(now); a > materialised {
 			k := a - materialised
@@ -485,24 +520,63 @@ func (r *simResult) panels(name string, s config.Shaping) []panel {
 	n := len(r.buckets)
 	x := make([]float64, n)
 	in, adm, q, bl, p99 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	maxWait := 0.0
+	for _, b := range r.buckets {
+		maxWait = max(maxWait, b.wait.quantile(0.99))
+	}
+	wunit, wdiv := waitUnit(maxWait)
 	for i, b := range r.buckets {
 		x[i] = b.start / div
 		in[i] = float64(b.arrivals) / r.width
 		adm[i] = float64(b.admitted) / r.width
 		q[i] = float64(b.queueMax)
 		bl[i] = float64(b.backlogEnd)
-		p99[i] = b.wait.quantile(0.99)
+		p99[i] = b.wait.quantile(0.99) / wdiv
 	}
 	xl := "time (" + unit + ")"
+	limits := []hline{{y: s.Rate.PerSecond(), label: "rate " + s.Rate.String(), color: colLimit}}
+	if !s.Peak.IsZero() {
+		limits = append(limits, hline{y: s.Peak.PerSecond(), label: "peak " + s.Peak.String(), color: colPeak})
+	}
 	return []panel{
 		{title: fmt.Sprintf("pacer simulate: %s (rate %s, burst %d, peak %s)", name, s.Rate, s.EffectiveBurst(), s.Peak),
-			xlabel: xl, ylabel: "messages / s (log scale)", logY: true, hline: s.Rate.PerSecond(), hlineLabel: "rate " + s.Rate.String(),
+			xlabel: xl, ylabel: "messages / s (log scale)", logY: true, hlines: limits,
 			lines: []series{{name: "arrivals", color: colIncoming, x: x, y: in}, {name: "admitted", color: colAdmitted, x: x, y: adm}}},
 		{title: "where the backlog waits", xlabel: xl, ylabel: "messages",
 			lines: []series{{name: "pacer queue (max)", color: colQueue, x: x, y: q}, {name: "broker backlog (paused source)", color: colBacklog, x: x, y: bl}}},
-		{title: "queue wait, p99", xlabel: xl, ylabel: "seconds",
+		{title: "queue wait, p99", xlabel: xl, ylabel: wunit,
 			lines: []series{{name: "wait p99", color: colDelivered, x: x, y: p99}}},
 	}
+}
+
+// waitUnit picks the unit a wait of up to maxSec reads best in.
+func waitUnit(maxSec float64) (string, float64) {
+	switch {
+	case maxSec >= 3*3600:
+		return "hours", 3600
+	case maxSec >= 3*60:
+		return "minutes", 60
+	case maxSec >= 1 || maxSec == 0:
+		return "seconds", 1
+	}
+	return "milliseconds", 1e-3
+}
+
+// outrun says whether arrivals outran what the rate admits over the trace
+// (the backlog can only grow while arrivals last), or the p99 wait is
+// beyond ten minutes: either way, the config does not keep up.
+func (r *simResult) outrun(s config.Shaping) (bool, string) {
+	rate := s.Rate.PerSecond()
+	capacity := rate*r.traceEnd + float64(s.EffectiveBurst())
+	p99 := r.all.quantile(0.99)
+	if rate > 0 && float64(r.arrived) > capacity {
+		return true, fmt.Sprintf("arrivals (%d over %s, %.1f/s on average) outrun the rate (%s, at most %.0f in that time): the backlog drains %s after the trace ends and the p99 wait is %s; raise shaping.rate or accept these waits",
+			r.arrived, fmtSec(r.traceEnd), float64(r.arrived)/r.traceEnd, s.Rate, capacity, fmtSec(max(0, r.drainedAt-r.traceEnd)), fmtSec(p99))
+	}
+	if p99 > 600 {
+		return true, fmt.Sprintf("the p99 wait is %s: bursts outrun the rate (%s) for long stretches; raise shaping.rate or burst, or accept these waits", fmtSec(p99), s.Rate)
+	}
+	return false, ""
 }
 
 func (r *simResult) summary(w io.Writer, s config.Shaping) {
@@ -519,8 +593,14 @@ func (r *simResult) summary(w io.Writer, s config.Shaping) {
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	if bad, why := r.outrun(s); bad {
+		fmt.Fprintf(w, "WARNING: %s\n", why)
+	}
 }
 
 func fmtSec(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+	return roundDuration(time.Duration(s * float64(time.Second))).String()
 }
+
+// maxSimBuckets bounds the CSV rows and chart points of a simulation.
+const maxSimBuckets = 100_000

@@ -38,8 +38,8 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 		st, err = getStatus(addr)
 		return err == nil && num(st, "backlog", "messages") > 0
 	})
-	if m := num(st, "backlog", "messages"); m > n || m < n-60 {
-		t.Errorf("backlog %v messages, want about %d (few delivered at 5/s)", m, n)
+	if m := num(st, "backlog", "messages"); m > n {
+		t.Errorf("backlog %v messages, more than the %d published", m, n)
 	}
 	if p, a, m := num(st, "backlog", "pending"), num(st, "backlog", "ack_pending"), num(st, "backlog", "messages"); p+a != m {
 		t.Errorf("pending %v + ack pending %v != messages %v", p, a, m)

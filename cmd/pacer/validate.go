@@ -6,16 +6,31 @@ import (
 )
 
 type validateCmd struct {
-	Config string `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file (YAML)."`
+	configFlags
 }
 
-// Run prints every problem (exit 2), or "ok" and what the config will do.
+// Run prints every problem (exit 2), or "ok", the warnings (settings that
+// cancel each other) and what the config will do. It builds every part as
+// run does, offline, so a config that validates does not fail at start-up
+// for its settings.
 func (v validateCmd) Run(e *env) error {
-	cfg, err := loadConfig(e, v.Config)
+	path, err := v.path(e)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "ok: %s\n\n%s\n", v.Config, wrap(cfg.Summary(), 78))
+	cfg, err := loadConfig(e, path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "ok: %s\n", path)
+	for _, w := range cfg.Warnings() {
+		loc := path
+		if w.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", path, w.Line)
+		}
+		fmt.Fprintf(e.stdout, "%s: warning: %s: %s\n", loc, w.Path, w.Msg)
+	}
+	fmt.Fprintf(e.stdout, "\n%s\n", wrap(cfg.Summary(), 78))
 	return nil
 }
 

@@ -27,6 +27,9 @@ func warnInsecure(cfg *config.Config, log *slog.Logger) {
 			warn("source.nats.tls.insecure_skip_verify")
 		}
 	}
+	for _, w := range cfg.Warnings() {
+		log.Warn("pacer: config: "+w.Msg, "field", w.Path, "line", w.Line)
+	}
 	if cfg.Sink.Type == "http" && cfg.Sink.HTTP.TLS.InsecureSkipVerify {
 		warn("sink.http.tls.insecure_skip_verify")
 	}

@@ -97,18 +97,28 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 // bucket per key shared by every worker), whose buckets live under the
 // budget's key + ".per_key", apart from the shared budget's.
 func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
+	c, ok, err := redisConfig(g, perKey, log)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return redis.New(c, now)
+}
+
+// redisConfig maps shaping.global (with perKey, its per_key part) to a Redis
+// limiter's config; ok is false when that limiter is not configured.
+func redisConfig(g config.Global, perKey bool, log *slog.Logger) (c redis.Config, ok bool, err error) {
 	if g.RedisURL.IsZero() || perKey && g.PerKey.Rate.IsZero() {
-		return nil, nil
+		return c, false, nil
 	}
 	policy, err := redis.ParsePolicy(g.OnFailure)
 	if err != nil {
-		return nil, err
+		return c, false, err
 	}
-	c := redis.Config{
+	c = redis.Config{
 		Name:            g.Key,
 		Prefix:          g.Prefix,
 		Rate:            g.Rate.Rate,
-		Burst:           max(1, g.Burst),
+		Burst:           g.EffectiveBurst(),
 		URL:             g.RedisURL.Reveal(),
 		Lease:           g.Lease.D(),
 		Timeout:         g.Timeout.D(),
@@ -120,7 +130,7 @@ func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time)
 		c.Name += ".per_key"
 		c.Rate, c.Burst, c.MaxKeys = g.PerKey.Rate.Rate, max(1, g.PerKey.Burst), g.PerKey.MaxKeys
 	}
-	return redis.New(c, now)
+	return c, true, nil
 }
 
 // keyFunc maps a configured per-key "key" ("key" or "header:NAME") to the
@@ -171,19 +181,25 @@ func (c closers) close() error {
 	return errors.Join(errs...)
 }
 
+// kafkaSourceConfig maps source.kafka to the Kafka source's config.
+func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
+	k := cfg.Source.Kafka
+	return kafka.Config{
+		Client:        kafkaClient(k),
+		Group:         k.Group,
+		Topics:        k.Topics,
+		InitialOffset: kafka.InitialOffset(k.InitialOffset),
+		Logger:        log,
+	}
+}
+
 // buildSource builds the configured source (and, for topic/subject dead
 // letters, the dead-letter writer that goes with it).
 func buildSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Source, pacer.DeadLetterer, error) {
 	switch cfg.Source.Type {
 	case "kafka":
 		k := cfg.Source.Kafka
-		src, err := kafka.New(kafka.Config{
-			Client:        kafkaClient(k),
-			Group:         k.Group,
-			Topics:        k.Topics,
-			InitialOffset: kafka.InitialOffset(k.InitialOffset),
-			Logger:        log,
-		})
+		src, err := kafka.New(kafkaSourceConfig(cfg, log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -207,29 +223,7 @@ func buildSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Sourc
 func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, error) {
 	switch cfg.Sink.Type {
 	case "http":
-		h := cfg.Sink.HTTP
-		headers := map[string]string{}
-		for k, v := range h.Headers {
-			headers[k] = v.Reveal()
-		}
-		if !h.BearerToken.IsZero() {
-			headers["Authorization"] = "Bearer " + h.BearerToken.Reveal()
-		}
-		s, err := httpsink.New(httpsink.Config{
-			Method:            h.Method,
-			URL:               h.URL,
-			Headers:           headers,
-			Body:              h.Body,
-			ContentType:       h.ContentType,
-			Timeout:           h.Timeout.D(),
-			MaxInFlight:       cfg.Shaping.MaxInFlight,
-			IdempotencyHeader: h.IdempotencyHeader,
-			Batch:             cfg.Batching.Size > 1,
-			SuccessPath:       h.SuccessPath,
-			TLS: httpsink.TLSConfig{CAFile: h.TLS.CAFile, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile,
-				ServerName: h.TLS.ServerName, InsecureSkipVerify: h.TLS.InsecureSkipVerify},
-			Expanded: true, // by internal/config, when the file was loaded
-		})
+		s, err := httpsink.New(httpSinkConfig(cfg))
 		if err != nil {
 			return nil, err
 		}
@@ -237,17 +231,7 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 		return s, nil
 	case "sql":
 		q := cfg.Sink.SQL
-		driver := q.Driver
-		if driver == "postgres" {
-			driver = "pgx"
-		}
-		s, err := sqlsink.New(sqlsink.Config{
-			Driver:       driver,
-			DSN:          q.DSN.Reveal(),
-			Statement:    q.Statement,
-			Table:        q.Table,
-			MaxOpenConns: cmp.Or(q.MaxConns, cfg.Shaping.MaxInFlight),
-		})
+		s, err := sqlsink.New(sqlSinkConfig(cfg))
 		if err != nil {
 			return nil, redactErr(err, q.DSN)
 		}
@@ -269,6 +253,49 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 		return s, nil
 	}
 	return nil, fmt.Errorf("sink.type %q", cfg.Sink.Type)
+}
+
+// httpSinkConfig maps sink.http to the HTTP sink's config.
+func httpSinkConfig(cfg *config.Config) httpsink.Config {
+	h := cfg.Sink.HTTP
+	headers := map[string]string{}
+	for k, v := range h.Headers {
+		headers[k] = v.Reveal()
+	}
+	if !h.BearerToken.IsZero() {
+		headers["Authorization"] = "Bearer " + h.BearerToken.Reveal()
+	}
+	return httpsink.Config{
+		Method:            h.Method,
+		URL:               h.URL,
+		Headers:           headers,
+		Body:              h.Body,
+		ContentType:       h.ContentType,
+		Timeout:           h.Timeout.D(),
+		MaxInFlight:       cfg.Shaping.MaxInFlight,
+		IdempotencyHeader: h.IdempotencyHeader,
+		Batch:             cfg.Batching.Size > 1,
+		SuccessPath:       h.SuccessPath,
+		TLS: httpsink.TLSConfig{CAFile: h.TLS.CAFile, CertFile: h.TLS.CertFile, KeyFile: h.TLS.KeyFile,
+			ServerName: h.TLS.ServerName, InsecureSkipVerify: h.TLS.InsecureSkipVerify},
+		WrapTransport: tracingTransport(cfg),
+	}
+}
+
+// sqlSinkConfig maps sink.sql to the SQL sink's config.
+func sqlSinkConfig(cfg *config.Config) sqlsink.Config {
+	q := cfg.Sink.SQL
+	driver := q.Driver
+	if driver == "postgres" {
+		driver = "pgx"
+	}
+	return sqlsink.Config{
+		Driver:       driver,
+		DSN:          q.DSN.Reveal(),
+		Statement:    q.Statement,
+		Table:        q.Table,
+		MaxOpenConns: cmp.Or(q.MaxConns, cfg.Shaping.MaxInFlight),
+	}
 }
 
 // redactErr hides a secret that a library may have echoed in an error.

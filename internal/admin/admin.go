@@ -79,7 +79,7 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("POST /rate", h.putRate)
 	h.mux.HandleFunc("POST /resume", h.resume)
 	if cfg.Gatherer != nil {
-		h.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		h.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true})) // OpenMetrics when asked: exemplars
 	} else {
 		h.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 			text(w, http.StatusNotFound, "no metrics registry configured")

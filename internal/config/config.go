@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer"
+
+	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
 // Config is the whole configuration of one pacer worker.
@@ -28,6 +31,8 @@ type Config struct {
 	Batching Batching `yaml:"batching" json:"batching"`
 	Admin    Admin    `yaml:"admin" json:"admin"`
 	Log      Log      `yaml:"log" json:"log"`
+	// Telemetry is OpenTelemetry tracing (off by default).
+	Telemetry Telemetry `yaml:"telemetry" json:"telemetry"`
 	// DrainTimeout bounds a clean stop (SIGTERM): in-flight deliveries get
 	// this long to finish; what does not finish is left for redelivery.
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
@@ -204,7 +209,9 @@ type Global struct {
 	// Prefix starts every Redis key (default "pacer:").
 	Prefix string `yaml:"prefix" json:"prefix"`
 	Rate   Rate   `yaml:"rate" json:"rate"`
-	Burst  int    `yaml:"burst" json:"burst"`
+	// Burst is the shared bucket's size (0: one second's worth of rate,
+	// at least 1; see EffectiveBurst). A lease is at most half of it.
+	Burst int `yaml:"burst" json:"burst"`
 	// Lease is the lease window: a worker takes about this long's worth of
 	// its recent rate from Redis at a time (default 100ms).
 	Lease Duration `yaml:"lease" json:"lease"`
@@ -393,7 +400,7 @@ func Default() Config {
 			Kafka: Kafka{
 				Group:         "pacer",
 				ClientID:      "pacer",
-				Version:       "3.6.0",
+				Version:       kafka.DefaultVersion,
 				InitialOffset: "oldest",
 			},
 			NATS: NATS{
@@ -406,32 +413,33 @@ func Default() Config {
 			},
 		},
 		Shaping: Shaping{
-			MaxWait:     Duration(5 * time.Second),
-			QueueSize:   1000,
-			MaxInFlight: 16,
-			PerKey:      PerKey{Key: "key", MaxKeys: 10000, IdleTTL: Duration(10 * time.Minute)},
+			MaxWait:     Duration(pacer.DefaultMaxWait),
+			QueueSize:   pacer.DefaultQueueSize,
+			MaxInFlight: pacer.DefaultMaxInFlight,
+			PerKey:      PerKey{Key: "key", MaxKeys: pacer.DefaultPerKeyMaxKeys, IdleTTL: Duration(pacer.DefaultPerKeyIdleTTL)},
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
 			Adaptive: Adaptive{Mode: "auto", Decrease: 0.5, Interval: Duration(time.Second)},
 			Fairness: Fairness{Key: "key", MaxShare: 0.5},
 		},
 		Sink: Sink{
-			HTTP:   HTTP{Method: "POST", ContentType: "application/json", Timeout: Duration(10 * time.Second)},
+			HTTP:   HTTP{Method: "POST", ContentType: httpsink.DefaultContentType, Timeout: Duration(httpsink.DefaultTimeout)},
 			SQL:    SQL{Driver: "postgres", Table: "pacer_messages"},
 			Stdout: Stdout{Format: "json"},
 		},
 		DeadLetter: DeadLetter{Type: "file", Path: "pacer-dead-letters.jsonl"},
 		Retry: Retry{
-			MaxAttempts:    10,
-			InitialBackoff: Duration(100 * time.Millisecond),
-			MaxBackoff:     Duration(30 * time.Second),
+			MaxAttempts:    pacer.DefaultMaxAttempts,
+			InitialBackoff: Duration(pacer.DefaultRetryInitial),
+			MaxBackoff:     Duration(pacer.DefaultRetryMax),
 			MaxPause:       Duration(pacer.DefaultMaxPause),
 		},
 		Ordering:     "none",
 		Batching:     Batching{Size: 1},
 		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
-		DrainTimeout: Duration(30 * time.Second),
+		Telemetry:    DefaultTelemetry(),
+		DrainTimeout: Duration(pacer.DefaultDrainTimeout),
 		Breaker: Breaker{Enabled: true, Consecutive: 10, Window: 100, Ratio: 0.5,
 			ProbeInitial: Duration(time.Second), ProbeMax: Duration(time.Minute)},
 	}

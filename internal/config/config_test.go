@@ -136,27 +136,40 @@ log:
 }
 
 func TestExpandTable(t *testing.T) {
-	vars := env(map[string]string{"A": "x", "E": ""})
+	vars := env(map[string]string{"A": "x", "E": "", "Y": "y"})
 	for _, tc := range []struct {
 		in, want string
-		probs    int
+		unset    int
+		bad      bool
 	}{
-		{"a: ${A}", "a: x", 0},
-		{"a: ${A:-d}", "a: x", 0},
-		{"a: ${B:-d}", "a: d", 0},
-		{"a: ${E}", "a: ", 0},
-		{"a: ${E:-d}", "a: d", 0},
-		{"a: $A", "a: $A", 0},
-		{"a: $${A}", "a: ${A}", 0},
-		{"a: ${B}", "a: ", 1},
-		{"a: ${1X}", "a: ", 1},
-		{"a: ${A", "a: ${A", 1},
-		{"  # ${B}\nb: 1", "  # ${B}\nb: 1", 0},
-		{"a: 1 $", "a: 1 $", 0},
+		{"${A}", "x", 0, false},
+		{"${A:-d}", "x", 0, false},
+		{"${B:-d}", "d", 0, false},
+		{"${E}", "", 0, false},
+		{"${E:-d}", "d", 0, false},
+		{"$A", "$A", 0, false},
+		{"$${A}", "${A}", 0, false},
+		{"a$$b$$", "a$b$", 0, false},
+		{"${B}", "", 1, false},
+		{"${B}${B}", "", 1, false},
+		{"${B}${C}", "", 2, false},
+		{"${1X}", "", 0, true},
+		{"${A", "", 0, true},
+		{"${A:-d", "", 0, true},
+		{"${A:d}", "", 0, true},
+		{"1 $", "1 $", 0, false},
+		// Nested defaults work; an unused default needs none of its variables.
+		{"${B:-${Y}}", "y", 0, false},
+		{"${B:-${C:-z}}", "z", 0, false},
+		{"${A:-${C}}", "x", 0, false},
+		{"${B:-${C}}", "", 1, false},
+		{"${B:-pre-${Y}-post}", "pre-y-post", 0, false},
+		{"${B:-$${Y}}", "${Y}", 0, false},
 	} {
-		got, probs := Expand(tc.in, vars)
-		if got != tc.want || len(probs) != tc.probs {
-			t.Errorf("Expand(%q) = %q, %v want %q with %d problem(s)", tc.in, got, probs, tc.want, tc.probs)
+		x := expander{lookup: vars}
+		got, unset, err := x.expand(tc.in)
+		if (err != nil) != tc.bad || err == nil && (got != tc.want || len(unset) != tc.unset) {
+			t.Errorf("expand(%q) = %q, unset %v, err %v want %q, %d unset, error %v", tc.in, got, unset, err, tc.want, tc.unset, tc.bad)
 		}
 	}
 }
@@ -194,10 +207,10 @@ bogus: 1
 		msg  string
 	}{
 		{6, "source.nats.filter_subjet", `unknown field "filter_subjet" (did you mean "filter_subject"?)`},
-		{9, "shaping.burst", `want an integer, got "abc"`},
+		{9, "shaping.burst", `want a whole number, got "abc"`},
 		{10, "shaping.peak", "peak 50/s is below rate 100/s"},
 		{14, "shaping.quotas[1].limit", `want a rate such as 100/s, 6000/m or 1M/day, got "nope"`},
-		{20, "", "environment variable KEY is not set"},
+		{20, "sink.http.headers.X-Api-Key", "environment variable KEY is not set"},
 		{21, "sink.http.timeout", `want a duration such as 250ms or 30s, got "2 seconds"`},
 		{22, "bogus", `unknown field "bogus"`},
 	}
@@ -210,7 +223,7 @@ bogus: 1
 			t.Errorf("problem %d = {line %d, %q, %q} want {line %d, %q, ~%q}", i, p.Line, p.Path, p.Msg, w.line, w.path, w.msg)
 		}
 	}
-	if s := ps.Error(); !strings.Contains(s, "line 9: shaping.burst: want an integer") {
+	if s := ps.Error(); !strings.Contains(s, "line 9: shaping.burst: want a whole number") {
 		t.Errorf("Error() = %q lacks the line-prefixed form", s)
 	}
 }

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"sort"
@@ -11,7 +14,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // Problem is one thing wrong with a configuration.
@@ -46,6 +51,10 @@ func (ps Problems) Error() string {
 	return "config: " + strconv.Itoa(len(ps)) + " problem(s):\n  " + strings.Join(lines, "\n  ")
 }
 
+// Sort orders ps by line (problems without a line last), keeping the order
+// of problems on the same line.
+func (ps Problems) Sort() { ps.sort() }
+
 func (ps Problems) sort() {
 	sort.SliceStable(ps, func(i, j int) bool {
 		li, lj := ps[i].Line, ps[j].Line
@@ -62,8 +71,18 @@ func (ps Problems) sort() {
 // ErrConfig is wrapped by Load's file-reading errors.
 var ErrConfig = errors.New("config")
 
-// Load reads the file at path, expands ${ENV} from the process environment
-// and parses it (see Parse).
+// Limits on a configuration file. A real one is a few kilobytes; the YAML
+// parser's time grows with the square of a mapping's size, so a huge file
+// is refused before it is parsed.
+const (
+	// MaxFileBytes bounds the file's size.
+	MaxFileBytes = 256 << 10
+	// MaxTokens bounds the YAML tokens (keys, values, indicators) of a file.
+	MaxTokens = 20000
+)
+
+// Load reads the file at path and parses it (see Parse) with the process
+// environment.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -72,25 +91,31 @@ func Load(path string) (*Config, error) {
 	return Parse(data, os.LookupEnv)
 }
 
-// Parse expands ${ENV} with lookup (nil: no variables are set), decodes data
-// strictly over Default() and validates the result. It returns the config and
-// nil, or the config as far as it could be decoded and a Problems error
-// listing every problem at once (unset variables, YAML syntax, unknown
-// fields, wrong types, impossible combinations), each with line and path.
+// Parse decodes data strictly over Default(), expanding ${ENV} in each
+// scalar value with lookup (nil: no variables are set), and validates the
+// result. It returns the config and nil, or the config as far as it could
+// be decoded and a Problems error listing every problem at once (unset
+// variables, YAML syntax, unknown fields, wrong types, impossible
+// combinations), each with line and path.
+//
+// A value reaches its field exactly as written: a string field takes
+// 0123, 0x10, 1_000, True or ~ as that text; an integer field refuses a
+// fraction; a leading UTF-8 byte-order mark is ignored.
 func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
 	}
 	cfg := Default()
 	cfg.where = map[string]Pos{}
-	text, probs := Expand(string(data), lookup)
-	file, err := parser.ParseBytes([]byte(text), 0)
-	if err != nil {
-		probs = append(probs, syntaxProblem(err))
-		probs.sort()
-		return &cfg, probs
+	if p, ok := tooLarge(data); !ok {
+		return &cfg, Problems{p}
 	}
-	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}}
+	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return &cfg, Problems{syntaxProblem(err, data)}
+	}
+	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}, env: expander{lookup: lookup}, unset: map[string]int{}}
 	for _, doc := range file.Docs {
 		if doc == nil || doc.Body == nil {
 			continue // ast.FilterFile panics on an empty document
@@ -114,7 +139,10 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	for _, p := range d.probs {
 		bad[p.Path] = true
 	}
-	probs = append(probs, d.probs...)
+	for _, p := range d.unsetAt {
+		bad[p] = true
+	}
+	probs := d.probs
 	for _, p := range cfg.Validate() {
 		if !bad[p.Path] {
 			probs = append(probs, p)
@@ -127,13 +155,29 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	return &cfg, nil
 }
 
-func syntaxProblem(err error) Problem {
+// tooLarge checks the size limits before the file is parsed.
+func tooLarge(data []byte) (Problem, bool) {
+	if len(data) > MaxFileBytes {
+		return Problem{Msg: fmt.Sprintf("the file is %d bytes; a config may hold at most %d (%d KiB)", len(data), MaxFileBytes, MaxFileBytes>>10)}, false
+	}
+	if n := len(lexer.Tokenize(string(data))); n > MaxTokens {
+		return Problem{Msg: fmt.Sprintf("the file holds %d YAML tokens (keys, values, indicators); a config may hold at most %d", n, MaxTokens)}, false
+	}
+	return Problem{}, true
+}
+
+func syntaxProblem(err error, data []byte) Problem {
 	p := Problem{Msg: err.Error()}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		p.Msg = "YAML syntax: " + ye.GetMessage()
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 			p.Line, p.Column = tk.Position.Line, tk.Position.Column
+		}
+	}
+	if lines := strings.Split(string(data), "\n"); p.Line > 0 && p.Line <= len(lines) {
+		if l := lines[p.Line-1]; strings.Contains(l, "[${") || strings.Contains(l, "{${") {
+			p.Msg += " (variables are expanded after the YAML is read, so [${X}] is a mapping inside a list: write field: ${X} for a comma-separated list, or quote it: [\"${X}\"])"
 		}
 	}
 	return p
@@ -144,6 +188,13 @@ type decoder struct {
 	probs   Problems
 	anchors map[string]ast.Node // &name -> node, for *name and <<: *name
 	depth   int
+	env     expander
+	// unset maps an unset variable to its problem's index in probs: each
+	// is reported once, with every line that needs it.
+	unset map[string]int
+	// unsetAt lists the fields left at their defaults for want of a
+	// variable: Validate's complaints about them would only repeat it.
+	unsetAt []string
 }
 
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
@@ -177,12 +228,16 @@ func (d *decoder) walk(n ast.Node, v reflect.Value, path string) {
 		return
 	}
 	n = d.unwrap(n)
-	if n == nil || n.Type() == ast.NullType {
+	if n == nil {
 		return
 	}
 	t := v.Type()
-	if reflect.PointerTo(t).Implements(interfaceUnmarshaler) || t.Kind() != reflect.Struct && t.Kind() != reflect.Slice {
+	if reflect.PointerTo(t).Implements(interfaceUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) ||
+		t.Kind() != reflect.Struct && t.Kind() != reflect.Slice || t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Struct {
 		d.leaf(n, v, path)
+		return
+	}
+	if n.Type() == ast.NullType {
 		return
 	}
 	if t.Kind() == reflect.Slice {
@@ -253,47 +308,293 @@ func (d *decoder) mark(n ast.Node, path string) {
 	}
 }
 
+// leaf decodes a value that is not a struct of fields: a scalar, a list
+// of scalars or a mapping of scalars.
 func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
 	n = d.unwrap(n)
-	tmp := reflect.New(v.Type())
-	if err := yaml.NodeToValue(n, tmp.Interface()); err != nil {
-		d.add(n, path, "%s", leafMessage(err, v.Type(), n))
+	if n == nil {
 		return
 	}
-	v.Set(tmp.Elem())
+	t := v.Type()
+	if reflect.PointerTo(t).Implements(interfaceUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		d.scalar(n, v, path)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if _, null, _ := scalarText(n); null {
+			return
+		}
+		p := reflect.New(t.Elem())
+		before := len(d.probs)
+		d.leaf(n, p.Elem(), path)
+		if len(d.probs) == before {
+			v.Set(p)
+		}
+	case reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			text, null, scalar := scalarText(n)
+			if null {
+				return
+			}
+			if scalar && t.Elem().Kind() == reflect.String {
+				d.commaList(n, v, path, text)
+				return
+			}
+			d.add(n, path, "want a list, got %s", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(t, len(seq.Values), len(seq.Values))
+		for i, item := range seq.Values {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			d.mark(item, p)
+			if text, ok := flowPair(d.unwrap(item)); ok && t.Elem().Kind() == reflect.String {
+				// goccy/go-yaml reads [a:9092] inside a flow mapping as
+				// the pair a: 9092; YAML reads a plain scalar.
+				d.setText(item, s.Index(i), p, text)
+				continue
+			}
+			d.leaf(item, s.Index(i), p)
+		}
+		v.Set(s)
+	case reflect.Map:
+		m, ok := n.(*ast.MappingNode)
+		if !ok {
+			if _, null, _ := scalarText(n); null {
+				return
+			}
+			d.add(n, path, "want a mapping of names to values, got %s", describe(n))
+			return
+		}
+		out := reflect.MakeMapWithSize(t, len(m.Values))
+		for _, mv := range m.Values {
+			key, _, ok := scalarText(d.unwrap(mv.Key))
+			if !ok {
+				d.add(mv.Key, path, "want a name as key, got %s", describe(d.unwrap(mv.Key)))
+				continue
+			}
+			p := join(path, key)
+			d.mark(mv.Key, p)
+			ev := reflect.New(t.Elem()).Elem()
+			before := len(d.probs)
+			d.leaf(mv.Value, ev, p)
+			if len(d.probs) == before {
+				out.SetMapIndex(reflect.ValueOf(key).Convert(t.Key()), ev)
+			}
+		}
+		v.Set(out)
+	default:
+		d.scalar(n, v, path)
+	}
 }
 
-func leafMessage(err error, t reflect.Type, n ast.Node) string {
-	// Errors from our own UnmarshalYAML methods say what they want.
-	if reflect.PointerTo(t).Implements(interfaceUnmarshaler) {
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			return ye.GetMessage()
+// commaList decodes a scalar given for a list of strings as a
+// comma-separated list ("a:9092,b:9092"), after expanding its variables:
+// the way to fill a list from one environment variable.
+func (d *decoder) commaList(n ast.Node, v reflect.Value, path, text string) {
+	var s string
+	d.setText(n, reflect.ValueOf(&s).Elem(), path, text)
+	var items []string
+	for _, it := range strings.Split(s, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, it)
 		}
-		msg := err.Error()
-		if i := strings.Index(msg, "] "); strings.HasPrefix(msg, "[") && i > 0 {
-			msg = msg[i+2:]
-		}
-		return msg
 	}
-	want := ""
+	out := reflect.MakeSlice(v.Type(), len(items), len(items))
+	for i, it := range items {
+		out.Index(i).SetString(it)
+	}
+	v.Set(out)
+}
+
+// scalar decodes one scalar value into v, after expanding its variables.
+func (d *decoder) scalar(n ast.Node, v reflect.Value, path string) {
+	text, null, ok := scalarText(n)
+	if !ok {
+		d.add(n, path, "want %s, got %s", want(v.Type()), describe(n))
+		return
+	}
+	if null || n.Type() == ast.NullType && v.Kind() != reflect.String && v.Type() != reflect.TypeFor[Secret]() {
+		return // "field:" with nothing after it (or ~ where no text goes) keeps the default
+	}
+	d.setText(n, v, path, text)
+}
+
+// setText expands text's variables and stores it into v as v's type reads
+// it.
+func (d *decoder) setText(n ast.Node, v reflect.Value, path, text string) {
+	text, unset, err := d.env.expand(text)
+	if err != nil {
+		d.add(n, path, "%v", err)
+		return
+	}
+	if len(unset) > 0 {
+		for _, name := range unset {
+			d.missing(n, path, name)
+		}
+		return
+	}
+	if err := setScalar(v, text); err != nil {
+		d.add(n, path, "%v", err)
+	}
+}
+
+// missing reports the unset variable name once, adding the lines of its
+// later uses to the first report.
+func (d *decoder) missing(n ast.Node, path, name string) {
+	line := 0
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		line = tk.Position.Line
+	}
+	d.unsetAt = append(d.unsetAt, path)
+	if i, ok := d.unset[name]; ok {
+		p := &d.probs[i]
+		if line > 0 {
+			p.Msg = strings.TrimSuffix(p.Msg, ")")
+			if !strings.Contains(p.Msg, "; also used on line") {
+				p.Msg += "; also used on line"
+			} else {
+				p.Msg += ","
+			}
+			p.Msg += fmt.Sprintf(" %d)", line)
+		}
+		return
+	}
+	d.unset[name] = len(d.probs)
+	d.add(n, path, "environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// setScalar stores text into v: exactly, for a string; as a whole number,
+// a number or true/false, for those kinds; through the type's own
+// UnmarshalYAML or UnmarshalText otherwise.
+func setScalar(v reflect.Value, text string) error {
+	t := v.Type()
+	pt := reflect.PointerTo(t)
+	switch {
+	case pt.Implements(interfaceUnmarshaler):
+		u := v.Addr().Interface().(yaml.InterfaceUnmarshaler)
+		return u.UnmarshalYAML(func(dst any) error {
+			if s, ok := dst.(*string); ok {
+				*s = text
+				return nil
+			}
+			return yaml.Unmarshal([]byte(text), dst)
+		})
+	case pt.Implements(textUnmarshaler):
+		return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
+	}
 	switch t.Kind() {
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		want = "an integer"
-	case reflect.Float64, reflect.Float32:
-		want = "a number"
-	case reflect.Bool:
-		want = "true or false"
 	case reflect.String:
-		want = "a string"
-	case reflect.Slice:
-		want = "a list"
-	case reflect.Map:
-		want = "a mapping"
+		v.SetString(text)
+	case reflect.Bool:
+		switch text {
+		case "true", "True", "TRUE":
+			v.SetBool(true)
+		case "false", "False", "FALSE":
+			v.SetBool(false)
+		default:
+			return fmt.Errorf("want true or false, got %q", text)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		i, err := strconv.ParseInt(text, 10, t.Bits())
+		if err != nil {
+			return intError(text, err, strconv.FormatInt(int64(1)<<(t.Bits()-1)-1, 10))
+		}
+		v.SetInt(i)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u, err := strconv.ParseUint(text, 10, t.Bits())
+		if err != nil {
+			return intError(text, err, strconv.FormatUint(uint64(1)<<(t.Bits()-1)*2-1, 10))
+		}
+		v.SetUint(u)
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(text, t.Bits())
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return fmt.Errorf("want a number, got %q", text)
+		}
+		v.SetFloat(f)
 	default:
-		return err.Error()
+		return fmt.Errorf("want %s, got %q", want(t), text)
 	}
-	return fmt.Sprintf("want %s, got %s", want, describe(n))
+	return nil
+}
+
+// intError explains why text is not a whole number.
+func intError(text string, err error, max string) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%s is out of range (at most %s)", text, max)
+	}
+	if _, ferr := strconv.ParseFloat(text, 64); ferr == nil {
+		return fmt.Errorf("want a whole number, got %s (a fraction is never rounded)", text)
+	}
+	return fmt.Errorf("want a whole number, got %q", text)
+}
+
+// want names what a value of type t looks like, for messages.
+func want(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map:
+		return "a mapping"
+	}
+	return "a single value"
+}
+
+// scalarText returns the text of a scalar node as written: a plain scalar's
+// own characters (0123, True, ~ stay as they are), a quoted scalar's
+// unescaped content, a block scalar's content. null is true for an empty
+// value ("field:"); ok is false for a mapping or a list.
+func scalarText(n ast.Node) (text string, null, ok bool) {
+	switch x := n.(type) {
+	case nil:
+		return "", true, true
+	case *ast.StringNode:
+		return x.Value, false, true
+	case *ast.LiteralNode:
+		if x.Value == nil {
+			return "", false, true
+		}
+		return x.Value.Value, false, true
+	case *ast.NullNode:
+		if tk := x.GetToken(); tk == nil || tk.Type == token.ImplicitNullType {
+			return "", true, true
+		}
+		return x.GetToken().Value, false, true
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return x.GetToken().Value, false, true
+	}
+	return "", false, false
+}
+
+// flowPair recognises a one-pair mapping written without a space after the
+// colon ("a:9092"), and returns it as the plain scalar it is.
+func flowPair(n ast.Node) (string, bool) {
+	m, ok := n.(*ast.MappingNode)
+	if !ok || len(m.Values) != 1 {
+		return "", false
+	}
+	mv := m.Values[0]
+	k, _, kok := scalarText(unwrap(mv.Key))
+	val, null, vok := scalarText(unwrap(mv.Value))
+	if !kok || !vok || null || mv.Start == nil || mv.Start.Position == nil {
+		return "", false
+	}
+	vt := mv.Value.GetToken()
+	if vt == nil || vt.Position == nil || vt.Position.Line != mv.Start.Position.Line || vt.Position.Column != mv.Start.Position.Column+1 {
+		return "", false
+	}
+	return k + ":" + val, true
 }
 
 func describe(n ast.Node) string {
@@ -302,10 +603,14 @@ func describe(n ast.Node) string {
 		return "a mapping"
 	case ast.SequenceType:
 		return "a list"
-	case ast.NullType:
+	}
+	s, null, ok := scalarText(n)
+	if null {
 		return "nothing"
 	}
-	s := n.String()
+	if !ok {
+		s = n.String()
+	}
 	if len(s) > 40 {
 		s = s[:40] + "..."
 	}

@@ -1,85 +1,129 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// Expand replaces ${NAME} and ${NAME:-default} in text with values from
-// lookup; "$$" is a literal "$", and a "$" not followed by "{" is left alone.
-// Lines whose first non-blank character is '#' are left untouched. Every
-// unset variable without a default, and every unterminated "${", is reported
-// with its line; expansion never adds or removes lines unless a value holds a
-// newline.
-func Expand(text string, lookup func(string) (string, bool)) (string, Problems) {
-	var out strings.Builder
-	out.Grow(len(text))
-	var probs Problems
-	line := 1
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c == '\n' {
-			line++
-			out.WriteByte(c)
+// Environment variables are expanded in each scalar value after the YAML is
+// parsed, never in the file's text: a value holding " #", ": ", quotes or
+// a newline reaches its field exactly, and a ${NAME} in a comment, a key or
+// an x- extension field is never looked up.
+//
+// In a value:
+//
+//	${NAME}             the variable's value; an error if it is unset
+//	${NAME:-default}    the default when the variable is unset or empty;
+//	                    the default may itself hold ${...} and $$
+//	$$                  a literal "$"
+//
+// A "$" followed by anything else is kept as it is.
+
+// expander expands values with lookup.
+type expander struct {
+	lookup func(string) (string, bool)
+	unset  []string // of the value being expanded
+}
+
+var errUnterminated = errors.New("unterminated ${ (want ${NAME} or ${NAME:-default})")
+
+// expand returns s with its variables replaced, and the variables it
+// needed that are not set (each once). The error is a syntax error: a bad
+// name, an unterminated ${.
+func (x *expander) expand(s string) (string, []string, error) {
+	x.unset = nil
+	if !strings.Contains(s, "$") {
+		return s, nil, nil
+	}
+	out, _, err := x.run(s, false, true)
+	if err != nil {
+		return "", nil, err
+	}
+	return out, x.unset, nil
+}
+
+// run expands s up to its end or, when nested, up to the "}" that closes a
+// default (returning its index). eval false only checks the syntax: a
+// default that is not used needs none of its variables.
+func (x *expander) run(s string, nested, eval bool) (string, int, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if nested && c == '}' {
+			return b.String(), i, nil
+		}
+		if c != '$' || i+1 >= len(s) {
+			b.WriteByte(c)
 			continue
 		}
-		if c == '#' && lineStart(text, i) {
-			j := strings.IndexByte(text[i:], '\n')
-			if j < 0 {
-				j = len(text) - i
-			}
-			out.WriteString(text[i : i+j])
-			i += j - 1
-			continue
-		}
-		if c != '$' || i+1 >= len(text) {
-			out.WriteByte(c)
-			continue
-		}
-		switch text[i+1] {
+		switch s[i+1] {
 		case '$':
-			out.WriteByte('$')
+			b.WriteByte('$')
 			i++
 			continue
 		case '{':
 		default:
-			out.WriteByte(c)
+			b.WriteByte(c)
 			continue
 		}
-		end := strings.IndexAny(text[i+2:], "}\n")
-		if end < 0 || text[i+2+end] != '}' {
-			probs = append(probs, Problem{Line: line, Msg: "unterminated ${ (want ${NAME} or ${NAME:-default})"})
-			out.WriteString(text[i:])
-			break
+		j := i + 2
+		for j < len(s) && s[j] != '}' && s[j] != ':' && s[j] != '$' && s[j] != '\n' {
+			j++
 		}
-		expr := text[i+2 : i+2+end]
-		name, def, hasDef := strings.Cut(expr, ":-")
+		name := s[i+2 : j]
+		if j >= len(s) || s[j] == '\n' || s[j] == '$' {
+			return "", 0, errUnterminated
+		}
 		if !validEnvName(name) {
-			probs = append(probs, Problem{Line: line, Msg: fmt.Sprintf("bad variable name %q in ${%s}", name, expr)})
-		} else if v, ok := lookup(name); ok && (v != "" || !hasDef) {
-			out.WriteString(v)
-		} else if hasDef {
-			out.WriteString(def)
-		} else {
-			probs = append(probs, Problem{Line: line, Msg: fmt.Sprintf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)})
+			return "", 0, fmt.Errorf("bad variable name %q (want letters, digits and _, not starting with a digit)", name)
 		}
-		i += 2 + end
+		v, set := "", false
+		if eval {
+			v, set = x.lookup(name)
+		}
+		if s[j] == '}' {
+			if eval {
+				if set {
+					b.WriteString(v)
+				} else {
+					x.missing(name)
+				}
+			}
+			i = j
+			continue
+		}
+		if !strings.HasPrefix(s[j:], ":-") {
+			return "", 0, fmt.Errorf("${%s%s...}: want ${NAME} or ${NAME:-default}", name, s[j:min(j+2, len(s))])
+		}
+		useDefault := eval && (!set || v == "")
+		def, end, err := x.run(s[j+2:], true, useDefault)
+		if err != nil {
+			return "", 0, err
+		}
+		if j+2+end >= len(s) {
+			return "", 0, errUnterminated
+		}
+		if useDefault {
+			b.WriteString(def)
+		} else if eval {
+			b.WriteString(v)
+		}
+		i = j + 2 + end
 	}
-	return out.String(), probs
+	if nested {
+		return "", len(s), nil
+	}
+	return b.String(), len(s), nil
 }
 
-func lineStart(text string, i int) bool {
-	for j := i - 1; j >= 0; j-- {
-		switch text[j] {
-		case ' ', '\t':
-			continue
-		case '\n':
-			return true
-		default:
-			return false
+func (x *expander) missing(name string) {
+	for _, n := range x.unset {
+		if n == name {
+			return
 		}
 	}
-	return true
+	x.unset = append(x.unset, name)
 }
 
 func validEnvName(s string) bool {

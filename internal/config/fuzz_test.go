@@ -48,14 +48,20 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzExpand: expansion never panics and keeps text without "$" unchanged.
+// FuzzExpand: expansion never panics, keeps text without "$" unchanged,
+// and turns "$$" into "$".
 func FuzzExpand(f *testing.F) {
-	f.Add("a: ${A:-b}\n# ${C}\n$$ ${")
-	f.Add("plain: text\n")
+	f.Add("${A:-b} # ${C} $$ ${")
+	f.Add("plain: text")
+	f.Add("${X:-${Y:-${A}}}")
 	f.Fuzz(func(t *testing.T, s string) {
-		got, _ := Expand(s, env(map[string]string{"A": "1"}))
-		if !strings.Contains(s, "$") && got != s {
-			t.Fatalf("Expand(%q) = %q, want it unchanged", s, got)
+		x := expander{lookup: env(map[string]string{"A": "1"})}
+		got, _, err := x.expand(s)
+		if !strings.Contains(s, "$") && (got != s || err != nil) {
+			t.Fatalf("expand(%q) = %q, %v want it unchanged", s, got, err)
+		}
+		if err == nil && !strings.Contains(strings.ReplaceAll(s, "$$", ""), "$") && got != strings.ReplaceAll(s, "$$", "$") {
+			t.Fatalf("expand(%q) = %q want every $$ as $", s, got)
 		}
 	})
 }

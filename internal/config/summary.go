@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/redact"
 )
 
 // EffectiveBurst is shaping.burst, or one second's worth of rate (at least 1)
@@ -20,8 +22,19 @@ func (s Shaping) EffectiveBurst() int {
 	return b
 }
 
+// EffectiveBurst is shaping.global.burst, or one second's worth of the
+// global rate (at least 1) when burst is 0: leases then hold several
+// tokens, so a worker calls Redis far less than once per message.
+func (g Global) EffectiveBurst() int {
+	if g.Burst > 0 {
+		return g.Burst
+	}
+	return max(1, int(g.Rate.PerSecond()))
+}
+
 // Summary describes in one paragraph what c will do. It never shows
-// secrets.
+// secrets: not the Secret fields, nor a password or query value inside a
+// URL.
 func (c *Config) Summary() string {
 	var b strings.Builder
 	switch c.Source.Type {
@@ -40,7 +53,7 @@ func (c *Config) Summary() string {
 		if n.FilterSubject != "" {
 			fmt.Fprintf(&b, " (subjects %s)", n.FilterSubject)
 		}
-		fmt.Fprintf(&b, " from %s with durable consumer %q", n.URL, n.Consumer)
+		fmt.Fprintf(&b, " from %s with durable consumer %q", redact.Text(n.URL), n.Consumer)
 		if n.TLS.Enabled {
 			b.WriteString(" over TLS")
 		}
@@ -68,14 +81,16 @@ func (c *Config) Summary() string {
 		b.WriteString(")")
 	}
 	if !s.Global.RedisURL.IsZero() {
-		fmt.Fprintf(&b, ", within a budget of %s shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.Key, s.Global.OnFailure)
+		fmt.Fprintf(&b, ", within a budget of %s (bursts of up to %d) shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.EffectiveBurst(), s.Global.Key, s.Global.OnFailure)
 		if gk := s.Global.PerKey; !gk.Rate.IsZero() {
 			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
 		}
 	}
 	s.fairnessSummary(&b)
 	s.scheduleSummary(&b)
-	if s.Adaptive.Mode != "off" {
+	if s.Adaptive.Mode == "auto" {
+		fmt.Fprintf(&b, ", finding the downstream's real limit under %s (its rate-limit headers, else what it accepts before a 429)", s.Rate)
+	} else if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()
 		if s.Adaptive.Min.IsZero() {
 			floor = "1% of it"
@@ -85,7 +100,7 @@ func (c *Config) Summary() string {
 	fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
 	switch c.Sink.Type {
 	case "http":
-		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, c.Sink.HTTP.URL)
+		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, redact.Text(c.Sink.HTTP.URL))
 	case "sql":
 		if c.Sink.SQL.Statement != "" {
 			fmt.Fprintf(&b, "; write each message to %s with a custom statement", c.Sink.SQL.Driver)
@@ -102,7 +117,7 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, ", in order per %s", c.Ordering)
 	}
 	if c.Retry.MaxAttempts > 0 {
-		fmt.Fprintf(&b, "; retry transient failures up to %d attempts (backoff %v..%v)", c.Retry.MaxAttempts, c.Retry.InitialBackoff, c.Retry.MaxBackoff)
+		fmt.Fprintf(&b, "; retry transient failures up to %d attempts (backoff %v..%v, downstream pauses capped at %v)", c.Retry.MaxAttempts, c.Retry.InitialBackoff, c.Retry.MaxBackoff, c.Retry.MaxPause)
 	} else {
 		fmt.Fprintf(&b, "; retry transient failures forever (backoff %v..%v)", c.Retry.InitialBackoff, c.Retry.MaxBackoff)
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -68,10 +70,26 @@ func (r *Rate) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	v, err := algorithms.ParseRate(s)
 	if err != nil {
-		return fmt.Errorf("want a rate such as 100/s, 6000/m or 1M/day, got %q", s)
+		return rateError(s, err)
 	}
 	r.Rate = v
 	return nil
+}
+
+// rateError says why s is not a rate: zero, a bad count, a bad unit, out of
+// range.
+func rateError(s string, err error) error {
+	if num, _, ok := strings.Cut(s, "/"); ok {
+		if f, ferr := strconv.ParseFloat(strings.TrimSpace(num), 64); ferr == nil && f == 0 {
+			return fmt.Errorf("rate %q is zero, which is not allowed: pacer would never deliver (to stop delivery, stop the worker)", s)
+		}
+	}
+	why := strings.TrimPrefix(err.Error(), algorithms.ErrInvalidRate.Error()+": ")
+	why = strings.TrimPrefix(why, strconv.Quote(s)+": ")
+	if strings.HasPrefix(why, "want ") {
+		return fmt.Errorf("want a rate such as 100/s, 6000/m or 1M/day, got %q", s)
+	}
+	return fmt.Errorf("want a rate such as 100/s, 6000/m or 1M/day, got %q: %s", s, why)
 }
 
 // MarshalYAML writes r as "N/unit".

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/redact"
 )
 
 // Validate returns every problem with c at once, each with its field path
@@ -20,6 +23,7 @@ func (c *Config) Validate() Problems {
 	v.sink()
 	v.deadLetter()
 	v.misc()
+	v.telemetry()
 	v.probs.sort()
 	return v.probs
 }
@@ -122,7 +126,7 @@ func (v *validator) source() {
 			for _, u := range strings.Split(n.URL, ",") {
 				pu, err := url.Parse(strings.TrimSpace(u))
 				if err != nil || pu.Host == "" {
-					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", u)
+					v.add("source.nats.url", "%q is not a URL such as nats://127.0.0.1:4222", redact.Text(u))
 				}
 			}
 		}
@@ -195,6 +199,12 @@ func (v *validator) shaping() {
 	}
 	v.positive("shaping.queue_size", s.QueueSize)
 	v.positive("shaping.max_in_flight", s.MaxInFlight)
+	if s.QueueSize > MaxQueueSize {
+		v.add("shaping.queue_size", "%d is above the limit %d (the queue is held in memory; a larger backlog stays in the broker)", s.QueueSize, MaxQueueSize)
+	}
+	if s.MaxInFlight > MaxInFlightLimit {
+		v.add("shaping.max_in_flight", "%d is above the limit %d (one worker each; more concurrency than any downstream takes)", s.MaxInFlight, MaxInFlightLimit)
+	}
 	pk := s.PerKey
 	if !pk.Rate.IsZero() {
 		if pk.Burst < 0 {
@@ -303,7 +313,7 @@ func (v *validator) sink() {
 		if h.URL == "" {
 			v.add("sink.http.url", "missing: the URL to send messages to")
 		} else if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add("sink.http.url", "%q is not an http:// or https:// URL", h.URL)
+			v.add("sink.http.url", "%q is not an http:// or https:// URL", redact.Text(h.URL))
 		}
 		v.oneOf("sink.http.method", h.Method, "POST", "PUT", "PATCH")
 		if h.Timeout <= 0 {
@@ -398,6 +408,8 @@ func (v *validator) misc() {
 		host, port, err := net.SplitHostPort(c.Admin.Listen)
 		if err != nil || port == "" {
 			v.add("admin.listen", "%q is not host:port", c.Admin.Listen)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			v.add("admin.listen", "port %q: want a number from 1 to 65535 (0: any free port)", port)
 		} else if !c.Admin.AllowRemote && !isLoopback(host) {
 			v.add("admin.listen", "%q is not a loopback address; set admin.allow_remote: true to expose the admin listener", c.Admin.Listen)
 		}
@@ -415,6 +427,13 @@ func (v *validator) misc() {
 	}
 	v.breaker()
 }
+
+// Limits on what the engine holds in memory: the queue is allocated up
+// front and each in-flight slot is a worker goroutine.
+const (
+	MaxQueueSize     = 1_000_000
+	MaxInFlightLimit = 10_000
+)
 
 func (v *validator) breaker() {
 	b := v.c.Breaker

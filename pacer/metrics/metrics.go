@@ -47,6 +47,10 @@ type Prometheus struct {
 
 	mu     sync.Mutex
 	status func() pacer.Status
+
+	// waitByExemplars: the Exemplars hook observes admitWait instead of
+	// OnAdmitted (set before the engine starts).
+	waitByExemplars bool
 }
 
 var (
@@ -137,7 +141,9 @@ func (p *Prometheus) OnConsumed(*pacer.Message) { p.consumed.Inc() }
 // OnAdmitted implements pacer.HookAdmitted.
 func (p *Prometheus) OnAdmitted(n int, wait time.Duration) {
 	p.admitted.Add(float64(n))
-	p.admitWait.Observe(wait.Seconds())
+	if !p.waitByExemplars {
+		p.admitWait.Observe(wait.Seconds())
+	}
 }
 
 // OnDelivered implements pacer.HookDelivered.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,4 +157,60 @@ func TestMetricNamesLint(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
+}
+
+// The downstream gauges follow the auto controller: after a 429 with
+// Retry-After: 30, the learned limit (source 429s), the time since that
+// throttle and what is left of the pause.
+func TestMetricsDownstreamLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := true
+		var mu sync.Mutex
+		sink := &pacertest.Sink{Behave: func(*pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			if first {
+				first = false
+				return pacer.Result{Outcome: pacer.Retry, RetryAfter: 30 * time.Second}, pacer.Feedback{Status: 429, Throttled: true, RetryAfter: 30 * time.Second}, 0
+			}
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, 0
+		}}
+		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(pacertest.Messages(3)), Sink: sink,
+			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(10), Burst: 1},
+			MaxInFlight: 1, Adaptive: pacer.AdaptiveConfig{Mode: pacer.AdaptiveAuto}, Hooks: pacer.Hooks{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- e.Run(context.Background()) }()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		// The throttle came at once: no measurement yet, so the limit is a
+		// 40% decrease of the rate, 6/s; 10s since the throttle, 20s of
+		// the pause left.
+		want := `
+# HELP pacer_downstream_limit_per_second The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.
+# TYPE pacer_downstream_limit_per_second gauge
+pacer_downstream_limit_per_second{source="429s"} 6
+pacer_downstream_limit_per_second{source="configured"} 0
+pacer_downstream_limit_per_second{source="headers"} 0
+# HELP pacer_downstream_pause_seconds What is left of a pause the downstream imposed on every delivery (Retry-After, a spent window); 0: none.
+# TYPE pacer_downstream_pause_seconds gauge
+pacer_downstream_pause_seconds 20
+# HELP pacer_downstream_since_throttle_seconds Time since the downstream last throttled (-1: never).
+# TYPE pacer_downstream_since_throttle_seconds gauge
+pacer_downstream_since_throttle_seconds 10
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pacer_downstream_limit_per_second", "pacer_downstream_pause_seconds", "pacer_downstream_since_throttle_seconds"); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -13,15 +13,13 @@ package httpsink
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
 
 // Sentinel errors; results and New wrap them.
@@ -56,17 +54,25 @@ func (e *StatusError) Error() string {
 	return s
 }
 
+// Defaults for the zero values of Config.
+const (
+	DefaultContentType       = "application/json"
+	DefaultTimeout           = 10 * time.Second
+	DefaultIdempotencyHeader = "Idempotency-Key"
+	DefaultMaxInFlight       = 16
+)
+
 // Config configures a Sink. Only URL is required.
 type Config struct {
 	// Method is the HTTP method; "" means POST.
-	Method string `yaml:"method"`
-	// URL is where requests go. ${NAME} is replaced by the environment
-	// variable NAME when the sink is built (an unset variable is an error).
-	URL string `yaml:"url"`
-	// Headers are sent with every request. Values get ${NAME} expansion, and
-	// a value containing "{{" is a text/template over the message (see
-	// Body).
-	Headers map[string]string `yaml:"headers"`
+	Method string
+	// URL is where requests go, used as given (a config loader expands
+	// environment variables before; the sink never does).
+	URL string
+	// Headers are sent with every request. A value containing "{{" is a
+	// text/template over the message (see Body); other values are sent as
+	// given.
+	Headers map[string]string
 	// Body is a text/template rendered per message; "" sends the message
 	// value as is. The template sees .ID, .Key, .Value (strings), .Headers,
 	// .Topic, .Partition, .Offset, and the methods .Field "a.b" (a JSON
@@ -74,20 +80,22 @@ type Config struct {
 	// field's raw JSON); the functions json (encode as a JSON value) and
 	// base64. A missing field makes the message a Reject, never a silent
 	// empty string.
-	Body string `yaml:"body"`
-	// ContentType is the Content-Type header; "" means application/json.
-	ContentType string `yaml:"content_type"`
-	// Timeout bounds each request, connection included; 0 means 30s.
-	Timeout time.Duration `yaml:"timeout"`
+	Body string
+	// ContentType is the Content-Type header; "" means DefaultContentType.
+	ContentType string
+	// Timeout bounds each request, connection included; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
 	// MaxInFlight sizes the keep-alive pool (idle connections kept per
-	// host); set it to the engine's max in flight. 0 means 16.
-	MaxInFlight int `yaml:"max_in_flight"`
+	// host); set it to the engine's max in flight. 0 means
+	// DefaultMaxInFlight.
+	MaxInFlight int
 	// TLS configures https URLs.
-	TLS TLSConfig `yaml:"tls"`
+	TLS TLSConfig
 	// IdempotencyHeader names the header carrying the message ID; "" means
-	// "Idempotency-Key". NoIdempotencyKey turns it off.
-	IdempotencyHeader string `yaml:"idempotency_header"`
-	NoIdempotencyKey  bool   `yaml:"no_idempotency_key"`
+	// DefaultIdempotencyHeader. NoIdempotencyKey turns it off.
+	IdempotencyHeader string
+	NoIdempotencyKey  bool
 	// Batch sends all messages of a Deliver call as one request whose body
 	// is a JSON array of the rendered bodies (a body that is not JSON is
 	// sent as a JSON string). The idempotency key is then a digest of the
@@ -95,94 +103,43 @@ type Config struct {
 	// headers are rendered from the batch's first message. The batch
 	// succeeds or fails as a whole; a message that cannot be rendered is
 	// rejected alone and left out of the request.
-	Batch bool `yaml:"batch"`
+	Batch bool
 	// SuccessPath, if set, is a gjson path that must exist and not be
 	// false/null in a 2xx response body; otherwise the result is a Reject
 	// wrapping ErrUnexpectedBody (an API that answers 200 with an error
 	// document).
-	SuccessPath string `yaml:"success_path"`
+	SuccessPath string
 
 	// Client replaces the HTTP client the sink builds (then Timeout still
 	// applies per request, but MaxInFlight and TLS do not). For tests.
-	Client *http.Client `yaml:"-"`
-	// LookupEnv replaces os.LookupEnv for ${NAME} expansion. For tests.
-	LookupEnv func(string) (string, bool) `yaml:"-"`
-	// Expanded says the URL and header values were already expanded (by a
-	// config loader such as pacer's): they are used as given, so a literal
-	// "${X}" the loader produced from "$${X}" is not expanded a second time.
-	Expanded bool `yaml:"-"`
+	Client *http.Client
+	// WrapTransport, if set, wraps the transport the sink builds (not a
+	// Client given above), for example to carry trace context in every
+	// request (pacer/otelhook.Transport).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Now replaces time.Now (HTTP-date Retry-After, latency). For tests.
-	Now func() time.Time `yaml:"-"`
+	Now func() time.Time
 }
 
 // TLSConfig configures TLS to the API. Certificate verification is on
 // unless InsecureSkipVerify is set.
 type TLSConfig struct {
 	// CAFile is a PEM bundle of roots to trust instead of the system pool.
-	CAFile string `yaml:"ca_file"`
+	CAFile string
 	// CertFile and KeyFile are a PEM client certificate and key (mutual TLS).
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
+	CertFile string
+	KeyFile  string
 	// ServerName overrides the name checked against the certificate.
-	ServerName string `yaml:"server_name"`
+	ServerName string
 	// InsecureSkipVerify turns verification off. Only for testing.
-	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	InsecureSkipVerify bool
 }
 
 func (c TLSConfig) build() (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         c.ServerName,
-		InsecureSkipVerify: c.InsecureSkipVerify, //nolint:gosec // explicit opt-out
-	}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tls.ca_file: %v", ErrInvalidConfig, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tls.ca_file %s: no PEM certificates", ErrInvalidConfig, c.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if (c.CertFile == "") != (c.KeyFile == "") {
-		return nil, fmt.Errorf("%w: tls.cert_file and tls.key_file go together", ErrInvalidConfig)
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tls client certificate: %v", ErrInvalidConfig, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+	tc, err := tlsconf.Config{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile,
+		ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return tc, nil
-}
-
-// expandEnv replaces ${NAME} with the variable's value. Only the braced form
-// is recognised, so a literal "$" in a URL or header stays as it is.
-func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), nil
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			return "", fmt.Errorf("unterminated ${ in %q", s)
-		}
-		name := s[i+2 : i+j]
-		if name == "" {
-			return "", fmt.Errorf("empty ${} in %q", s)
-		}
-		v, ok := lookup(name)
-		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set", name)
-		}
-		b.WriteString(s[:i])
-		b.WriteString(v)
-		s = s[i+j+1:]
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -58,17 +57,12 @@ type tmplHeader struct {
 
 var _ pacer.Sink = (*Sink)(nil)
 
-// New validates cfg and builds a Sink. Errors wrap ErrInvalidConfig.
+// New validates cfg and builds a Sink. It reports every problem at once
+// (joined with errors.Join); each wraps ErrInvalidConfig.
 func New(cfg Config) (*Sink, error) {
-	lookup := cfg.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
-	}
-	expand := func(v string) (string, error) {
-		if cfg.Expanded {
-			return v, nil
-		}
-		return expandEnv(v, lookup)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	s := &Sink{
 		method:      cfg.Method,
@@ -82,13 +76,16 @@ func New(cfg Config) (*Sink, error) {
 		s.method = http.MethodPost
 	}
 	if s.contentType == "" {
-		s.contentType = "application/json"
+		s.contentType = DefaultContentType
+	}
+	if !validHeaderValue(s.contentType) {
+		bad("content_type contains CR, LF or NUL")
 	}
 	if s.timeout == 0 {
-		s.timeout = 30 * time.Second
+		s.timeout = DefaultTimeout
 	}
 	if s.timeout < 0 {
-		return nil, fmt.Errorf("%w: timeout %v is negative", ErrInvalidConfig, s.timeout)
+		bad("timeout %v is negative", s.timeout)
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -96,27 +93,27 @@ func New(cfg Config) (*Sink, error) {
 	if !cfg.NoIdempotencyKey {
 		s.idemHeader = cfg.IdempotencyHeader
 		if s.idemHeader == "" {
-			s.idemHeader = "Idempotency-Key"
+			s.idemHeader = DefaultIdempotencyHeader
+		}
+		if !validHeaderName(s.idemHeader) {
+			bad("idempotency_header %q is not a valid header name", s.idemHeader)
 		}
 	}
-	if cfg.URL == "" {
-		return nil, fmt.Errorf("%w: url is required", ErrInvalidConfig)
+	if cfg.SuccessPath != "" {
+		if err := checkPath(cfg.SuccessPath); err != nil {
+			bad("success_path %q: %v", cfg.SuccessPath, err)
+		}
 	}
-	u, err := expand(cfg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: url: %v", ErrInvalidConfig, err)
-	}
-	if _, err := http.NewRequest(s.method, u, nil); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, redact.Error(err))
-	}
-	if !validHeaderValue(s.contentType) {
-		return nil, fmt.Errorf("%w: content_type contains CR, LF or NUL", ErrInvalidConfig)
-	}
-	if s.idemHeader != "" && !validHeaderName(s.idemHeader) {
-		return nil, fmt.Errorf("%w: idempotency_header %q is not a valid header name", ErrInvalidConfig, s.idemHeader)
-	}
-	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return nil, fmt.Errorf("%w: url %q: want http:// or https://", ErrInvalidConfig, redact.URL(cfg.URL))
+	u := cfg.URL
+	switch {
+	case u == "":
+		bad("url is required")
+	case !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://"):
+		bad("url: want http:// or https://")
+	default:
+		if _, err := http.NewRequest(s.method, u, nil); err != nil {
+			bad("url: %s", redact.Error(err))
+		}
 	}
 	s.url = u
 
@@ -126,30 +123,30 @@ func New(cfg Config) (*Sink, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		v, err := expand(cfg.Headers[k])
-		if err != nil {
-			return nil, fmt.Errorf("%w: header %s: %v", ErrInvalidConfig, k, err)
-		}
+		v := cfg.Headers[k]
 		if !validHeaderName(k) {
-			return nil, fmt.Errorf("%w: header name %q is not a valid token", ErrInvalidConfig, k)
+			bad("header name %q is not a valid token", k)
+			continue
 		}
 		if strings.Contains(v, "{{") {
 			t, err := parseTemplate("header "+k, v)
 			if err != nil {
-				return nil, fmt.Errorf("%w: header %s: %v", ErrInvalidConfig, k, err)
+				bad("header %s: %v", k, err)
+				continue
 			}
 			s.templated = append(s.templated, tmplHeader{name: k, t: t})
 			continue
 		}
 		if !validHeaderValue(v) {
-			return nil, fmt.Errorf("%w: header %s: value contains CR, LF or NUL", ErrInvalidConfig, k)
+			bad("header %s: value contains CR, LF or NUL", k)
+			continue
 		}
 		s.static = append(s.static, header{k, v})
 	}
 	if cfg.Body != "" {
 		t, err := parseTemplate("body", cfg.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%w: body: %v", ErrInvalidConfig, err)
+			bad("body: %v", err)
 		}
 		s.body = t
 	}
@@ -159,11 +156,11 @@ func New(cfg Config) (*Sink, error) {
 	} else {
 		tc, err := cfg.TLS.build()
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
 		pool := cfg.MaxInFlight
 		if pool <= 0 {
-			pool = 16
+			pool = DefaultMaxInFlight
 		}
 		tr := &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
@@ -176,12 +173,20 @@ func New(cfg Config) (*Sink, error) {
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		}
+		var rt http.RoundTripper = tr
+		if cfg.WrapTransport != nil {
+			rt = cfg.WrapTransport(tr)
+		}
 		s.client = &http.Client{
-			Transport: tr,
+			Transport: rt,
 			// Never follow redirects: a 3xx would turn a POST into a GET.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 		s.ownClient = true
+	}
+	if len(errs) > 0 {
+		s.Close()
+		return nil, errors.Join(errs...)
 	}
 	s.bufs.New = func() any { return new(bytes.Buffer) }
 	return s, nil

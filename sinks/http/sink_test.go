@@ -288,28 +288,37 @@ func TestBodyTemplate(t *testing.T) {
 	}
 }
 
-func TestEnvExpansion(t *testing.T) {
+// TestValuesUsedAsGiven: the sink never expands ${X}: a config loader
+// did that already, so "${X}" or "$5" in a value is sent as written.
+func TestValuesUsedAsGiven(t *testing.T) {
 	api := newAPI(t, testapi.Config{})
-	env := map[string]string{"TOKEN": "s3cr3t", "API": api.URL()}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	s := newSink(t, Config{URL: "${API}/v1", LookupEnv: lookup,
-		Headers: map[string]string{"Authorization": "Bearer ${TOKEN}", "X-Price": "$5"}})
+	t.Setenv("NOT_AN_ENV_VAR", "expanded")
+	s := newSink(t, Config{URL: api.URL() + "/v1",
+		Headers: map[string]string{"X-Template": "${NOT_AN_ENV_VAR}", "X-Price": "$5"}})
 	if r, _ := deliver1(s, msg("m", "{}")); r.Outcome != pacer.Delivered {
 		t.Fatal(r.Err)
 	}
 	got := api.Accepted()[0]
-	if got.Header.Get("Authorization") != "Bearer s3cr3t" || got.Header.Get("X-Price") != "$5" || got.Path != "/v1" {
+	if got.Header.Get("X-Template") != "${NOT_AN_ENV_VAR}" || got.Header.Get("X-Price") != "$5" || got.Path != "/v1" {
 		t.Errorf("request = %+v", got)
 	}
+}
+
+// TestInvalidConfig: New refuses every config it could not deliver with,
+// before the first message.
+func TestInvalidConfig(t *testing.T) {
+	api := newAPI(t, testapi.Config{})
 	for _, cfg := range []Config{
-		{URL: "${NOPE}/x", LookupEnv: lookup},
-		{URL: api.URL(), Headers: map[string]string{"A": "${MISSING}"}, LookupEnv: lookup},
-		{URL: api.URL(), Headers: map[string]string{"A": "${TOKEN"}, LookupEnv: lookup},
 		{URL: ""},
 		{URL: "ftp://x"},
 		{URL: api.URL(), Body: "{{.Nope"},
 		{URL: api.URL(), Headers: map[string]string{"bad name": "x"}},
+		{URL: api.URL(), Headers: map[string]string{"A": "x\ny"}},
 		{URL: api.URL(), Timeout: -1},
+		{URL: api.URL(), ContentType: "application/json\r\nX-Evil: 1"},
+		{URL: api.URL(), IdempotencyHeader: "Idem Key"},
+		{URL: api.URL(), SuccessPath: "data.#(ok==true"},
+		{URL: api.URL(), SuccessPath: "data|@nosuchmodifier"},
 		{URL: "https://x", TLS: TLSConfig{CertFile: "a.pem"}},
 		{URL: "https://x", TLS: TLSConfig{CAFile: "/does/not/exist"}},
 	} {
@@ -317,20 +326,10 @@ func TestEnvExpansion(t *testing.T) {
 			t.Errorf("New(%+v) err = %v want ErrInvalidConfig", cfg, err)
 		}
 	}
-}
-
-// TestExpandedValuesUsedAsGiven: values a config loader already expanded
-// (pacer's YAML turns "$${X}" into a literal "${X}") are not expanded again.
-func TestExpandedValuesUsedAsGiven(t *testing.T) {
-	api := newAPI(t, testapi.Config{})
-	s := newSink(t, Config{URL: api.URL() + "/v1", Expanded: true,
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Headers:   map[string]string{"X-Template": "${NOT_AN_ENV_VAR}"}})
-	if r, _ := deliver1(s, msg("m", "{}")); r.Outcome != pacer.Delivered {
-		t.Fatal(r.Err)
-	}
-	if got := api.Accepted()[0].Header.Get("X-Template"); got != "${NOT_AN_ENV_VAR}" {
-		t.Errorf("X-Template = %q want the literal ${NOT_AN_ENV_VAR}", got)
+	for _, p := range []string{"ok", "data.#(ok==true).id", "items.0", `a\.b`, "@this", "data|@reverse", `{"a":b}`} {
+		if err := checkPath(p); err != nil {
+			t.Errorf("checkPath(%q) = %v want nil", p, err)
+		}
 	}
 }
 

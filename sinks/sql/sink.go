@@ -56,36 +56,36 @@ const (
 // Config configures a Sink.
 type Config struct {
 	// Driver is "sqlite" (the default) or "pgx"; it sets the Dialect.
-	Driver string `yaml:"driver"`
+	Driver string
 	// DSN is the data source: a file name or "file:..." URI for SQLite, a
 	// postgres:// URL or key=value string for PostgreSQL. For SQLite, unless
 	// the DSN sets them, busy_timeout(5000), journal_mode(WAL) and
 	// _txlock=immediate are added.
-	DSN string `yaml:"dsn"`
+	DSN string
 	// Statement is run once per message, with placeholders native to the
 	// dialect: $1, $2... for PostgreSQL; ?1, ?2... (or ?) for SQLite.
 	// "" means the example statement for Table (see ExampleStatement).
-	Statement string `yaml:"statement"`
+	Statement string
 	// Args maps each placeholder, in order, to a message field: id, key,
 	// value, key_bytes, value_bytes, topic, partition, offset (sequence),
 	// timestamp, attempt, headers.NAME, json:PATH, json?:PATH. nil with an
 	// empty Statement means ExampleArgs.
-	Args []string `yaml:"args"`
+	Args []string
 	// Table names the example table when Statement is empty; "" means
 	// "pacer_messages".
-	Table string `yaml:"table"`
+	Table string
 	// MaxOpenConns bounds the connection pool; set it to the engine's max
 	// in flight. 0 means 16 for PostgreSQL and 1 for SQLite (one writer at
 	// a time is what SQLite allows; more connections only add SQLITE_BUSY).
-	MaxOpenConns int `yaml:"max_open_conns"`
+	MaxOpenConns int
 	// MaxBatch splits a larger Deliver call into transactions of at most
 	// this many messages; 0 means 1000.
-	MaxBatch int `yaml:"max_batch"`
+	MaxBatch int
 
 	// DB replaces Driver/DSN with an open pool (Dialect must then be set).
 	// The sink does not close it.
-	DB      *sql.DB `yaml:"-"`
-	Dialect Dialect `yaml:"-"`
+	DB      *sql.DB
+	Dialect Dialect
 }
 
 // Sink writes messages to a database. Safe for concurrent use. Close

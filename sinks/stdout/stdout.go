@@ -39,13 +39,13 @@ var ErrClosed = errors.New("stdout: sink is closed")
 type Config struct {
 	// Path is the file to append to (created with mode 0644 if missing);
 	// "" or "-" means standard output.
-	Path string `yaml:"path"`
+	Path string
 	// Fsync syncs the file after every write (ignored for standard output).
-	Fsync bool `yaml:"fsync"`
+	Fsync bool
 	// Writer replaces Path: lines go to it (tests, custom destinations).
-	Writer io.Writer `yaml:"-"`
+	Writer io.Writer
 	// Now stamps dead letters; nil means time.Now.
-	Now func() time.Time `yaml:"-"`
+	Now func() time.Time
 }
 
 // Sink writes JSON lines. Build it with New; Close it when done.

@@ -4,14 +4,14 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error.
@@ -23,32 +23,32 @@ const DefaultVersion = "3.6.0"
 
 // Client holds what every Kafka client of pacer needs to reach the cluster.
 type Client struct {
-	Brokers []string `yaml:"brokers"`
+	Brokers []string
 	// ClientID names this client in broker logs and quotas ("pacer" if empty).
-	ClientID string `yaml:"client_id"`
+	ClientID string
 	// Version is the Kafka protocol version, e.g. "3.6.0" (DefaultVersion if empty).
-	Version string `yaml:"version"`
-	TLS     TLS    `yaml:"tls"`
-	SASL    SASL   `yaml:"sasl"`
+	Version string
+	TLS     TLS
+	SASL    SASL
 }
 
 // TLS configures transport security. Server certificates are verified unless
 // InsecureSkipVerify is set.
 type TLS struct {
-	Enable             bool   `yaml:"enable"`
-	CAFile             string `yaml:"ca_file"`   // PEM roots; system roots if empty
-	CertFile           string `yaml:"cert_file"` // client certificate (mutual TLS), with KeyFile
-	KeyFile            string `yaml:"key_file"`
-	ServerName         string `yaml:"server_name"`
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+	Enable             bool
+	CAFile             string // PEM roots; system roots if empty
+	CertFile           string // client certificate (mutual TLS), with KeyFile
+	KeyFile            string
+	ServerName         string
+	InsecureSkipVerify bool
 }
 
 // SASL configures authentication. Mechanism is "", "PLAIN", "SCRAM-SHA-256"
 // or "SCRAM-SHA-512". The password is never logged.
 type SASL struct {
-	Mechanism string `yaml:"mechanism"`
-	User      string `yaml:"user"`
-	Password  string `yaml:"password"`
+	Mechanism string
+	User      string
+	Password  string
 }
 
 // InitialOffset says where a group with no committed offset starts.
@@ -64,48 +64,48 @@ const (
 // Config configures a Source. The zero value is not usable: Brokers, Group
 // and Topics are required; everything else has a default.
 type Config struct {
-	Client `yaml:",inline"`
-	Group  string   `yaml:"group"`
-	Topics []string `yaml:"topics"`
+	Client
+	Group  string
+	Topics []string
 	// InitialOffset applies when the group has no committed offset for a
 	// partition (OffsetOldest if empty).
-	InitialOffset InitialOffset `yaml:"initial_offset"`
+	InitialOffset InitialOffset
 	// Balance is the partition assignment strategy: "range" (default),
 	// "roundrobin" or "sticky". All are eager: a rebalance ends the whole
 	// session, which is what lets a blocked hand-over see it.
-	Balance string `yaml:"balance"`
+	Balance string
 
 	// ChannelBufferSize is sarama's per-partition message channel size
 	// (default 16). Together with FetchDefault it bounds what sarama holds
 	// in memory per partition while paused; see Source.
-	ChannelBufferSize int `yaml:"channel_buffer_size"`
+	ChannelBufferSize int
 	// FetchDefault is the bytes asked per partition per fetch (default 64 KiB).
-	FetchDefault int32 `yaml:"fetch_default"`
+	FetchDefault int32
 	// FetchMax caps one fetch per partition (0: no cap beyond the broker's).
-	FetchMax int32 `yaml:"fetch_max"`
+	FetchMax int32
 	// MaxInFlightPerPartition caps messages handed over but not yet final,
 	// per partition (default 1024). When reached, the partition waits; this
 	// bounds how much is redelivered after a crash.
-	MaxInFlightPerPartition int `yaml:"max_in_flight_per_partition"`
+	MaxInFlightPerPartition int
 
-	SessionTimeout time.Duration `yaml:"session_timeout"` // default 10s
+	SessionTimeout time.Duration // default 10s
 	// HeartbeatInterval is how often the member heartbeats, which is also
 	// how soon it notices a rebalance (default SessionTimeout/3).
-	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
-	RebalanceTimeout  time.Duration `yaml:"rebalance_timeout"` // default 60s
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration // default 60s
 	// CommitInterval coalesces commits (default 100ms): offsets are
 	// committed as soon as a partition's watermark advances, at most once
 	// per CommitInterval (the advances in between go in the next commit),
 	// at once when the source is paused, and synchronously when a session
 	// ends (rebalance, stop). A SIGKILL therefore repeats what was in
 	// flight plus at most CommitInterval's worth of acknowledged messages.
-	CommitInterval time.Duration `yaml:"commit_interval"`
+	CommitInterval time.Duration
 
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 	// Sarama, if set, may adjust the generated sarama config last. Changes
 	// that break the guarantees (auto-commit off without committing, a
 	// cooperative strategy) are the caller's responsibility.
-	Sarama func(*sarama.Config) `yaml:"-"`
+	Sarama func(*sarama.Config)
 }
 
 // DefaultCommitInterval is Config.CommitInterval's default.
@@ -237,28 +237,10 @@ func (c *Client) sarama(sc *sarama.Config) error {
 }
 
 func (t *TLS) config() (*tls.Config, error) {
-	tc := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         t.ServerName,
-		InsecureSkipVerify: t.InsecureSkipVerify, //nolint:gosec // opt-in, documented
-	}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: tls ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%w: tls ca_file %s holds no PEM certificate", ErrInvalidConfig, t.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: tls client certificate: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
+	tc, err := tlsconf.Config{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return tc, nil
 }

@@ -26,13 +26,13 @@ const (
 
 // DeadLetterConfig configures a DeadLetter producer.
 type DeadLetterConfig struct {
-	Client `yaml:",inline"`
+	Client
 	// Topic receives the dead letters.
-	Topic string `yaml:"topic"`
+	Topic string
 	// Now stamps HeaderTime (time.Now if nil).
-	Now func() time.Time `yaml:"-"`
+	Now func() time.Time
 	// Sarama, if set, may adjust the generated producer config last.
-	Sarama func(*sarama.Config) `yaml:"-"`
+	Sarama func(*sarama.Config)
 }
 
 // DeadLetter writes messages that will never be delivered to a Kafka topic
@@ -47,22 +47,9 @@ type DeadLetter struct {
 
 // NewDeadLetter connects a producer.
 func NewDeadLetter(cfg DeadLetterConfig) (*DeadLetter, error) {
-	if cfg.Topic == "" {
-		return nil, fmt.Errorf("%w: dead-letter topic is empty", ErrInvalidConfig)
-	}
-	if err := cfg.Client.validate(); err != nil {
+	sc, err := cfg.producerConfig()
+	if err != nil {
 		return nil, err
-	}
-	sc := sarama.NewConfig()
-	if err := cfg.Client.sarama(sc); err != nil {
-		return nil, err
-	}
-	sc.Producer.RequiredAcks = sarama.WaitForAll
-	sc.Producer.Return.Successes = true
-	sc.Producer.Return.Errors = true
-	sc.Producer.Retry.Max = 5
-	if cfg.Sarama != nil {
-		cfg.Sarama(sc)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -112,3 +99,31 @@ func (d *DeadLetter) DeadLetter(ctx context.Context, m *pacer.Message, reason er
 
 // Close closes the producer.
 func (d *DeadLetter) Close() error { return d.p.Close() }
+
+// CheckDeadLetter validates cfg as NewDeadLetter does (TLS files
+// included) without connecting.
+func CheckDeadLetter(cfg DeadLetterConfig) error {
+	_, err := cfg.producerConfig()
+	return err
+}
+
+func (cfg DeadLetterConfig) producerConfig() (*sarama.Config, error) {
+	if cfg.Topic == "" {
+		return nil, fmt.Errorf("%w: dead-letter topic is empty", ErrInvalidConfig)
+	}
+	if err := cfg.Client.validate(); err != nil {
+		return nil, err
+	}
+	sc := sarama.NewConfig()
+	if err := cfg.Client.sarama(sc); err != nil {
+		return nil, err
+	}
+	sc.Producer.RequiredAcks = sarama.WaitForAll
+	sc.Producer.Return.Successes = true
+	sc.Producer.Return.Errors = true
+	sc.Producer.Retry.Max = 5
+	if cfg.Sarama != nil {
+		cfg.Sarama(sc)
+	}
+	return sc, nil
+}

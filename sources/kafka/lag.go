@@ -19,16 +19,16 @@ var _ pacer.BacklogReader = (*LagReader)(nil)
 // topics. InitialOffset is the group's (OffsetOldest if empty): it decides
 // what a partition without a committed offset owes.
 type LagConfig struct {
-	Client        `yaml:",inline"`
-	Group         string        `yaml:"group"`
-	Topics        []string      `yaml:"topics"`
-	InitialOffset InitialOffset `yaml:"initial_offset"`
+	Client
+	Group         string
+	Topics        []string
+	InitialOffset InitialOffset
 	// OldestPartitions caps how many lagging partitions (the most lagging
 	// first) are read for the oldest message's timestamp, one fetch each
 	// (default 8; negative: none).
-	OldestPartitions int `yaml:"-"`
+	OldestPartitions int
 	// Timeout bounds each broker request (default 5s).
-	Timeout time.Duration `yaml:"-"`
+	Timeout time.Duration
 }
 
 // LagReader measures a consumer group's lag, read-only: per partition the

@@ -18,6 +18,9 @@ func (s *Source) Ready(context.Context) error {
 	s.mu.Lock()
 	running := s.group != nil
 	s.mu.Unlock()
+	if e := s.connErr.Load(); e != nil {
+		return errors.New("kafka: connecting: " + *e)
+	}
 	switch {
 	case !running:
 		return errors.New("kafka: not consuming (not running)")

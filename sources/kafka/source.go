@@ -68,6 +68,8 @@ type Source struct {
 	// sessions counts the group sessions set up and not yet cleaned up
 	// (0 or 1): what Ready reports.
 	sessions atomic.Int32
+	// connErr says why Run cannot reach the brokers yet (nil once joined).
+	connErr atomic.Pointer[string]
 }
 
 // New validates cfg and returns a Source. It does not connect: Run does.
@@ -93,9 +95,9 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	if s.ran.Swap(true) {
 		return errors.New("kafka: Source.Run called twice")
 	}
-	group, err := sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc)
+	group, err := s.join(ctx)
 	if err != nil {
-		return fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
+		return err
 	}
 	s.mu.Lock()
 	s.group = group
@@ -160,6 +162,38 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 				return ctx.Err()
 			}
 		}
+	}
+}
+
+// join creates the consumer group client. While no broker answers it
+// retries with backoff (0.5s doubling to 30s), logging each failure and
+// reporting it through Ready, until ctx is done; other errors are
+// returned at once.
+func (s *Source) join(ctx context.Context) (sarama.ConsumerGroup, error) {
+	wait := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		group, err := sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc)
+		if err == nil {
+			s.connErr.Store(nil)
+			if attempt > 1 {
+				s.cfg.Logger.Info("kafka: brokers reachable; joining the group", "group", s.cfg.Group, "attempts", attempt)
+			}
+			return group, nil
+		}
+		if !errors.Is(err, sarama.ErrOutOfBrokers) {
+			return nil, fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
+		}
+		msg := fmt.Sprintf("no broker of %v answers (%v)", s.cfg.Brokers, err)
+		s.connErr.Store(&msg)
+		s.cfg.Logger.Warn("kafka: brokers unreachable; retrying", "brokers", s.cfg.Brokers, "attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 

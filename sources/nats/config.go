@@ -2,12 +2,18 @@ package nats
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error.
@@ -17,31 +23,31 @@ var ErrInvalidConfig = errors.New("nats: invalid config")
 // set: CredsFile, NKeySeedFile, User/Password or Token. Secrets are never
 // logged.
 type Conn struct {
-	URL  string `yaml:"url"`  // comma separated server URLs (nats.DefaultURL if empty)
-	Name string `yaml:"name"` // client name shown by the server ("pacer" if empty)
+	URL  string // comma separated server URLs (nats.DefaultURL if empty)
+	Name string // client name shown by the server ("pacer" if empty)
 
-	CredsFile    string `yaml:"creds_file"`
-	NKeySeedFile string `yaml:"nkey_seed_file"`
-	User         string `yaml:"user"`
-	Password     string `yaml:"password"`
-	Token        string `yaml:"token"`
+	CredsFile    string
+	NKeySeedFile string
+	User         string
+	Password     string
+	Token        string
 
-	TLS TLS `yaml:"tls"`
+	TLS TLS
 
 	// ReconnectWait is the pause between reconnect attempts (default 250ms);
 	// the client reconnects forever.
-	ReconnectWait time.Duration `yaml:"reconnect_wait"`
+	ReconnectWait time.Duration
 }
 
 // TLS configures transport security; certificates are verified unless
 // InsecureSkipVerify is set.
 type TLS struct {
-	Enable             bool   `yaml:"enable"`
-	CAFile             string `yaml:"ca_file"`
-	CertFile           string `yaml:"cert_file"`
-	KeyFile            string `yaml:"key_file"`
-	ServerName         string `yaml:"server_name"`
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+	Enable             bool
+	CAFile             string
+	CertFile           string
+	KeyFile            string
+	ServerName         string
+	InsecureSkipVerify bool
 }
 
 func (c *Conn) validate() error {
@@ -57,7 +63,49 @@ func (c *Conn) validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		return fmt.Errorf("%w: tls.cert_file and tls.key_file go together", ErrInvalidConfig)
 	}
+	return c.checkFiles()
+}
+
+// checkFiles reads the TLS, creds and nkey files as connect will, so a
+// missing or malformed file is a config error before the first connect.
+func (c *Conn) checkFiles() error {
+	if c.TLS.CAFile != "" {
+		pem, err := os.ReadFile(c.TLS.CAFile)
+		if err != nil {
+			return fmt.Errorf("%w: tls.ca_file: %v", ErrInvalidConfig, err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%w: tls.ca_file %s holds no PEM certificate", ErrInvalidConfig, c.TLS.CAFile)
+		}
+	}
+	if c.TLS.CertFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			return fmt.Errorf("%w: tls client certificate: %v", ErrInvalidConfig, err)
+		}
+	}
+	if c.CredsFile != "" {
+		if _, err := os.ReadFile(c.CredsFile); err != nil {
+			return fmt.Errorf("%w: creds_file: %v", ErrInvalidConfig, err)
+		}
+	}
+	if c.NKeySeedFile != "" {
+		if _, err := nats.NkeyOptionFromSeed(c.NKeySeedFile); err != nil {
+			return fmt.Errorf("%w: nkey_seed_file: %v", ErrInvalidConfig, err)
+		}
+	}
 	return nil
+}
+
+// onDisconnect logs a lost connection as a warning; a connection closed on
+// purpose (err nil: Close, a clean stop) is logged at debug level only.
+func onDisconnect(log *slog.Logger) nats.ConnErrHandler {
+	return func(_ *nats.Conn, err error) {
+		if err == nil {
+			log.Debug("nats: connection closed")
+			return
+		}
+		log.Warn("nats: disconnected", "err", err)
+	}
 }
 
 // connect dials NATS with reconnect-forever and logging handlers.
@@ -81,9 +129,7 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(wait),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("nats: disconnected", "err", err)
-		}),
+		nats.DisconnectErrHandler(onDisconnect(log)),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			// A slow-consumer drop (seen after reconnects) costs a delay,
 			// not a message: the server redelivers after AckWait.
@@ -112,17 +158,12 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 		opts = append(opts, nats.Token(c.Token))
 	}
 	if c.TLS.Enable || c.TLS.CAFile != "" || c.TLS.CertFile != "" {
-		opts = append(opts, nats.Secure(&tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			ServerName:         c.TLS.ServerName,
-			InsecureSkipVerify: c.TLS.InsecureSkipVerify, //nolint:gosec // opt-in, documented
-		}))
-		if c.TLS.CAFile != "" {
-			opts = append(opts, nats.RootCAs(c.TLS.CAFile))
+		tc, err := tlsconf.Config{CAFile: c.TLS.CAFile, CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile,
+			ServerName: c.TLS.ServerName, InsecureSkipVerify: c.TLS.InsecureSkipVerify}.Build()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
-		if c.TLS.CertFile != "" {
-			opts = append(opts, nats.ClientCert(c.TLS.CertFile, c.TLS.KeyFile))
-		}
+		opts = append(opts, nats.Secure(tc))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -143,38 +184,38 @@ const (
 // Create, the durable consumer is created (or updated) with the settings
 // below, else the Source binds to an existing one and takes its AckWait.
 type Config struct {
-	Conn `yaml:",inline"`
+	Conn
 	// NC, if set, is used instead of dialling Conn; the Source then does
 	// not close it.
-	NC *nats.Conn `yaml:"-"`
+	NC *nats.Conn
 
-	Stream   string `yaml:"stream"`
-	Consumer string `yaml:"consumer"` // durable name
+	Stream   string
+	Consumer string // durable name
 	// FilterSubject restricts the consumer to matching subjects (all if empty).
-	FilterSubject string `yaml:"filter_subject"`
-	Create        bool   `yaml:"create"`
+	FilterSubject string
+	Create        bool
 
 	// For a created consumer:
-	AckWait       time.Duration `yaml:"ack_wait"`        // default 30s
-	MaxAckPending int           `yaml:"max_ack_pending"` // default 1000; set >= engine QueueSize + MaxInFlight + 1.5 x Batch
-	MaxDeliver    int           `yaml:"max_deliver"`     // default unlimited
-	DeliverPolicy DeliverPolicy `yaml:"deliver_policy"`
+	AckWait       time.Duration // default 30s
+	MaxAckPending int           // default 1000; set >= engine QueueSize + MaxInFlight + 1.5 x Batch
+	MaxDeliver    int           // default unlimited
+	DeliverPolicy DeliverPolicy
 
 	// Batch is the most messages asked per pull (default 32). The next pull
 	// starts once at most Batch/2 fetched messages wait for the engine, so
 	// at most 1.5 x Batch wait in pacer's hands unseen by the engine, never
 	// the library's 500-message default.
-	Batch int `yaml:"batch"`
+	Batch int
 	// FetchWait is the expiry of one pull request (default 5s).
-	FetchWait time.Duration `yaml:"fetch_wait"`
+	FetchWait time.Duration
 	// KeyHeader names the header whose value becomes Message.Key
 	// ("Pacer-Key" if empty).
-	KeyHeader string `yaml:"key_header"`
+	KeyHeader string
 	// ReturnDelay is the NakWithDelay used for messages fetched but never
 	// handed over because the Source stopped (default 100ms).
-	ReturnDelay time.Duration `yaml:"return_delay"`
+	ReturnDelay time.Duration
 
-	Logger *slog.Logger `yaml:"-"`
+	Logger *slog.Logger
 }
 
 // Validate reports the first invalid field.
@@ -232,4 +273,18 @@ func (c *Config) withDefaults() Config {
 		cc.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cc
+}
+
+// redactURL hides passwords in a comma-separated list of server URLs, for
+// logs.
+func redactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		} else {
+			parts[i] = "(unparsable URL)"
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -27,13 +27,13 @@ const (
 
 // DeadLetterConfig configures a DeadLetter publisher.
 type DeadLetterConfig struct {
-	Conn `yaml:",inline"`
+	Conn
 	// NC, if set, is used instead of dialling Conn (and is not closed).
-	NC *nats.Conn `yaml:"-"`
+	NC *nats.Conn
 	// Subject receives the dead letters; a stream must capture it.
-	Subject string           `yaml:"subject"`
-	Now     func() time.Time `yaml:"-"`
-	Logger  *slog.Logger     `yaml:"-"`
+	Subject string
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // DeadLetter publishes messages that will never be delivered to a JetStream

@@ -19,11 +19,11 @@ var _ pacer.BacklogReader = (*PendingReader)(nil)
 // PendingConfig says whose backlog a PendingReader measures: a durable
 // consumer on a stream.
 type PendingConfig struct {
-	Conn `yaml:",inline"`
+	Conn
 	// NC, if set, is used instead of dialling Conn (and left open by Close).
-	NC       *nats.Conn `yaml:"-"`
-	Stream   string     `yaml:"stream"`
-	Consumer string     `yaml:"consumer"`
+	NC       *nats.Conn
+	Stream   string
+	Consumer string
 }
 
 // PendingReader measures a JetStream durable's backlog, read-only, from

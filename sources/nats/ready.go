@@ -19,6 +19,9 @@ func (s *Source) Ready(ctx context.Context) error {
 	s.mu.Lock()
 	nc := s.nc
 	s.mu.Unlock()
+	if e := s.connErr.Load(); e != nil {
+		return errors.New("nats: connecting: " + *e)
+	}
 	if nc == nil {
 		return errors.New("nats: not connected (not running)")
 	}

@@ -10,6 +10,15 @@
 //
 // Settling: Ack after success, NakWithDelay (never a bare Nak) for retries,
 // TermWithReason after a dead-letter write.
+//
+// max_deliver: JetStream counts every delivery, whichever way a message is
+// handed back (Nak, NakWithDelay, or AckWait left to expire; InProgress
+// does not count), and discards a message once the count reaches the
+// consumer's MaxDeliver. The engine's retries happen in-process and spend
+// no delivery; a stop (or a failed dead-letter write) hands messages back
+// and spends one each. A message on its last delivery is never handed back
+// on stop: its Acker reports LastDelivery and the engine dead-letters it
+// with pacer.ErrLastDelivery instead.
 package nats
 
 import (
@@ -56,6 +65,11 @@ type Source struct {
 
 	delivered  atomic.Int64
 	inProgress atomic.Int64
+	// maxDeliver is the consumer's MaxDeliver as the server reports it
+	// (<= 0: unlimited).
+	maxDeliver atomic.Int64
+	// connErr says why Run cannot reach the server yet (nil once connected).
+	connErr atomic.Pointer[string]
 }
 
 // tracked is one fetched message until it is settled.
@@ -63,6 +77,7 @@ type tracked struct {
 	msg     jetstream.Msg
 	touched time.Time // arrival or last InProgress
 	settled atomic.Bool
+	last    bool // on its last delivery (NumDelivered >= the consumer's MaxDeliver)
 }
 
 // New validates cfg and returns a Source. It does not connect: Run does.
@@ -149,7 +164,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	own := false
 	if nc == nil {
 		var err error
-		if nc, err = s.cfg.Conn.connect(s.cfg.Logger); err != nil {
+		if nc, err = s.dial(ctx); err != nil {
 			return err
 		}
 		own = true
@@ -179,10 +194,19 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	stopped := s.deliverLoop(ctx, deliver, local, &unhanded, handed)
 	cancel()
 	wg.Wait()
-	// Give back what was fetched but never handed over.
+	// Give back what was fetched but never handed over. A message on its
+	// last delivery (max_deliver) would be discarded by the server if given
+	// back: it is handed to the engine instead, which, stopping, writes it
+	// to the dead-letter destination (pacer.LastDeliverer).
 	for {
 		select {
 		case tr := <-local:
+			if m, err := s.convert(tr); err == nil && tr.last {
+				if deliver(context.WithoutCancel(ctx), m) == nil {
+					s.delivered.Add(1)
+					continue
+				}
+			}
 			s.giveBack(tr)
 			continue
 		default:
@@ -193,6 +217,37 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 		return nil
 	}
 	return ctx.Err()
+}
+
+// dial connects. While no server answers it retries with backoff (0.5s
+// doubling to 30s), logging each failure and reporting it through Ready,
+// until ctx is done; other errors (authentication, TLS) are returned at once.
+func (s *Source) dial(ctx context.Context) (*nats.Conn, error) {
+	wait := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		nc, err := s.cfg.Conn.connect(s.cfg.Logger)
+		if err == nil {
+			s.connErr.Store(nil)
+			if attempt > 1 {
+				s.cfg.Logger.Info("nats: connected", "server", nc.ConnectedUrlRedacted(), "attempts", attempt)
+			}
+			return nc, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) {
+			return nil, err
+		}
+		msg := err.Error()
+		s.connErr.Store(&msg)
+		s.cfg.Logger.Warn("nats: server unreachable; retrying", "url", redactURL(s.cfg.Conn.URL), "attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // consumer creates or binds the durable and returns its AckWait.
@@ -222,6 +277,7 @@ func (s *Source) consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consume
 		return nil, 0, fmt.Errorf("nats: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
 	}
 	info := cons.CachedInfo()
+	s.maxDeliver.Store(int64(info.Config.MaxDeliver))
 	ackWait := info.Config.AckWait
 	if ackWait <= 0 {
 		ackWait = 30 * time.Second
@@ -345,6 +401,9 @@ func (s *Source) convert(tr *tracked) (*pacer.Message, error) {
 		Delivered: int(md.NumDelivered),
 		Acker:     &acker{s: s, tr: tr},
 	}
+	if mdl := s.maxDeliver.Load(); mdl > 0 && md.NumDelivered >= uint64(mdl) {
+		tr.last = true
+	}
 	if h := tr.msg.Headers(); len(h) > 0 {
 		m.Headers = make(map[string]string, len(h))
 		for k, vs := range h {
@@ -448,6 +507,13 @@ func (a *acker) Nak(_ context.Context, delay time.Duration) error {
 	}
 	return a.tr.msg.NakWithDelay(delay)
 }
+
+var _ pacer.LastDeliverer = (*acker)(nil)
+
+// LastDelivery implements pacer.LastDeliverer: the consumer has a
+// MaxDeliver and this message has reached it, so the server discards it
+// instead of redelivering it if it is handed back (Nak, or AckWait).
+func (a *acker) LastDelivery() bool { return a.tr.last }
 
 // Term stops redelivery for good. The reason goes into the server's
 // advisory only where the server understands it: a server older than 2.10.4

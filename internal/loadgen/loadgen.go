@@ -1,13 +1,16 @@
-package main
+// Package loadgen is a bursty load generator for demos and development
+// tools: a spike, a steady stream, a second spike. It paces with a ticker:
+// it generates load, it is not a limiter.
+package loadgen
 
 import (
 	"context"
 	"time"
 )
 
-// loadPlan is the demo's bursty load: a spike (all at once), a steady stream
-// at SteadyRate for Steady messages, and a second spike.
-type loadPlan struct {
+// Plan is a bursty load: a spike (all at once), a steady stream at
+// SteadyRate for Steady messages, and a second spike.
+type Plan struct {
 	Spike1     int
 	Steady     int
 	SteadyRate float64
@@ -16,12 +19,13 @@ type loadPlan struct {
 	Gap time.Duration
 }
 
-func (p loadPlan) total() int { return p.Spike1 + p.Steady + p.Spike2 }
+// Total is the number of messages the plan publishes.
+func (p Plan) Total() int { return p.Spike1 + p.Steady + p.Spike2 }
 
-// run publishes the plan, calling publish(i) for i in [0, total), and
-// returns the first error. The steady stream is paced with a ticker: this
+// Run publishes the plan, calling publish(i) for i in [0, Total()), and
+// returns the first error (or ctx's). The steady stream is paced with a ticker: this
 // is a load generator, not a limiter.
-func (p loadPlan) run(ctx context.Context, publish func(ctx context.Context, i int) error) error {
+func (p Plan) Run(ctx context.Context, publish func(ctx context.Context, i int) error) error {
 	i := 0
 	burst := func(n int) error {
 		for range n {

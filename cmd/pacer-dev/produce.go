@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/pacer-dev/pacer/internal/loadgen"
 )
 
 // produceCmd publishes the demo's bursty load to Kafka or NATS JetStream,
@@ -30,7 +32,7 @@ type produceCmd struct {
 }
 
 func (c produceCmd) Run(e *env) error {
-	plan := loadPlan{Spike1: c.Spike, Steady: c.Steady, SteadyRate: c.SteadyRate, Spike2: c.Spike, Gap: c.Gap}
+	plan := loadgen.Plan{Spike1: c.Spike, Steady: c.Steady, SteadyRate: c.SteadyRate, Spike2: c.Spike, Gap: c.Gap}
 	publish, closeFn, err := c.publisher(e.ctx)
 	if err != nil {
 		return err
@@ -38,7 +40,7 @@ func (c produceCmd) Run(e *env) error {
 	defer closeFn()
 	for round := 1; ; round++ {
 		start := time.Now()
-		err := plan.run(e.ctx, func(ctx context.Context, i int) error {
+		err := plan.Run(e.ctx, func(ctx context.Context, i int) error {
 			return publish(ctx, fmt.Sprintf("r%d-%d", round, i), fmt.Appendf(nil, `{"round":%d,"n":%d,"at":%q}`, round, i, time.Now().UTC().Format(time.RFC3339Nano)))
 		})
 		if errors.Is(err, context.Canceled) {
@@ -47,7 +49,7 @@ func (c produceCmd) Run(e *env) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "produce: round %d: %d messages in %v\n", round, plan.total(), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(e.stderr, "produce: round %d: %d messages in %v\n", round, plan.Total(), time.Since(start).Round(time.Millisecond))
 		if !c.Loop {
 			return nil
 		}
