@@ -137,6 +137,19 @@ func (c *Config) Summary() string {
 	} else {
 		b.WriteString(". No admin listener")
 	}
+	if t := c.Telemetry.Tracing; t.Enabled {
+		where := t.Endpoint
+		if where == "" {
+			where = "the OTEL_EXPORTER_OTLP_* endpoint"
+		}
+		proto := t.Protocol
+		if proto == "" {
+			proto = "OTLP (protocol from OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)"
+		} else {
+			proto = "OTLP " + proto
+		}
+		fmt.Fprintf(&b, ". Traces each message to %s at %s, keeping %g%% of new traces", proto, where, t.SampleRatio*100)
+	}
 	b.WriteString(".")
 	return b.String()
 }

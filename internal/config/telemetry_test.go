@@ -45,3 +45,13 @@ func TestTelemetryProblems(t *testing.T) {
 		}
 	}
 }
+
+func TestTelemetrySummary(t *testing.T) {
+	c := mustParse(t, minimal+"telemetry:\n  tracing:\n    enabled: true\n    protocol: grpc\n    endpoint: otel:4317\n    sample_ratio: 0.25\n", nil)
+	if s := c.Summary(); !strings.Contains(s, "Traces each message to OTLP grpc at otel:4317, keeping 25% of new traces.") {
+		t.Errorf("summary does not say where traces go:\n%s", s)
+	}
+	if s := mustParse(t, minimal, nil).Summary(); strings.Contains(s, "Traces") {
+		t.Errorf("summary mentions traces with tracing off:\n%s", s)
+	}
+}
