@@ -41,12 +41,12 @@ func TestValidateAndRunAgree(t *testing.T) {
 		{"content_type with CR/LF", parityBase + "    content_type: \"a\\r\\nX-Evil: 1\"\n", 13, "content_type contains CR, LF or NUL"},
 		{"bad idempotency header", parityBase + "    idempotency_header: \"Idem Key\"\n", 13, "not a valid header name"},
 		{"bad gjson success_path", parityBase + "    success_path: \"data.#(ok==true\"\n", 13, "missing ')'"},
-		{"missing CA file", parityBase + "    tls:\n      enabled: true\n      ca_file: /does/not/exist.pem\n", 13, "tls.ca_file"},
+		{"missing CA file", parityBase + "    tls:\n      enabled: true\n      ca_file: /does/not/exist.pem\n", 13, "ca_file"},
 		{"SQL table that is not an identifier", sqlBase + "    table: \"x; drop\"\n", 14, "only letters, digits and _"},
 		{"burst beyond what the bucket can hold", strings.Replace(parityBase, "rate: 100/s", "rate: 100/s\n  burst: 9223372036854775807", 1), 7, "burst 9223372036854775807"},
 		{"admin port out of range", strings.Replace(parityBase, `listen: ""`, "listen: 127.0.0.1:99999", 1), 8, "want a number from 1 to 65535"},
 		{"NATS CA file missing", strings.Replace(parityBase, "stream: ORDERS", "stream: ORDERS\n    tls:\n      enabled: true\n      ca_file: /nope/ca.pem", 1), 5, "tls.ca_file"},
-		{"Kafka client certificate missing", strings.Replace(parityBase, "  type: nats\n  nats:\n    stream: ORDERS\n", "  type: kafka\n  kafka:\n    brokers: [127.0.0.1:1]\n    topics: [t]\n    tls:\n      enabled: true\n      cert_file: /nope/c.pem\n      key_file: /nope/k.pem\n", 1), 6, "client certificate"},
+		{"Kafka client certificate missing", strings.Replace(parityBase, "  type: nats\n  nats:\n    stream: ORDERS\n", "  type: kafka\n  kafka:\n    brokers: [127.0.0.1:1]\n    topics: [t]\n    tls:\n      enabled: true\n      cert_file: /nope/c.pem\n      key_file: /nope/k.pem\n", 1), 6, "cert_file"},
 		{"URL password never shown", strings.Replace(parityBase, "http://127.0.0.1:1/orders", "ftp://u:hunter2secret@127.0.0.1/x?api_key=hunter2secret", 1), 12, "is not an http:// or https:// URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

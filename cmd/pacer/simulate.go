@@ -29,8 +29,22 @@ type simulateCmd struct {
 	Start  string        `default:"2026-01-01T00:00:00Z" placeholder:"RFC3339" help:"When the trace starts (shaping.schedule and calendar quotas follow the clock from there)."`
 }
 
-// Run replays the trace through the shaper in virtual time.
+// Run replays the trace through the shaper in virtual time. A signal
+// (SIGINT, SIGTERM) stops it at any phase, the report and charts included:
+// the work is pure computation and output files, so it is abandoned and the
+// command exits 1 saying it was interrupted.
 func (s simulateCmd) Run(e *env) error {
+	done := make(chan error, 1)
+	go func() { done <- s.run(e) }()
+	select {
+	case err := <-done:
+		return err
+	case <-e.ctx.Done():
+		return &exitError{code: exitFailure, err: fmt.Errorf("simulate: interrupted")}
+	}
+}
+
+func (s simulateCmd) run(e *env) error {
 	cfg, err := loadConfig(e, s.Config)
 	if err != nil {
 		return err
