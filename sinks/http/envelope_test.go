@@ -25,6 +25,9 @@ type wireRun struct {
 	Batch       int
 	NoPreDial   bool          // the sink as it was: connections dialled on demand
 	Latency     time.Duration // the API's answer latency
+	// Trace, if set, is when each message reaches the source (offsets from
+	// the start, ascending); nil: all N wait from the start (a backlog).
+	Trace []time.Duration
 }
 
 func (r wireRun) String() string {
@@ -61,7 +64,10 @@ func (r wireRun) arrivals(t testing.TB) []time.Time {
 	if r.Peak > 0 {
 		sh.Peak = algorithms.PerSecond(r.Peak)
 	}
-	src := pacertest.NewSource(pacertest.Messages(r.N))
+	var src pacer.Source = pacertest.NewSource(pacertest.Messages(r.N))
+	if r.Trace != nil {
+		src = &traceSource{msgs: pacertest.Messages(r.N), at: r.Trace}
+	}
 	e, err := pacer.New(pacer.Config{
 		Source: src, Sink: s, Shaping: sh,
 		MaxInFlight: r.MaxInFlight, BatchSize: max(r.Batch, 1), BatchLinger: time.Millisecond,
@@ -129,3 +135,31 @@ func TestWireEnvelopeFigures(t *testing.T) {
 		}
 	}
 }
+
+// traceSource hands message i over at offset at[i] from when Run starts
+// (deliver blocks while the engine's queue is full, as a broker consumer's
+// hand-over does).
+type traceSource struct {
+	msgs []*pacer.Message
+	at   []time.Duration
+}
+
+func (s *traceSource) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
+	start := time.Now()
+	for i, m := range s.msgs {
+		if d := time.Until(start.Add(s.at[i])); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if err := deliver(ctx, m); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (s *traceSource) Pause()  {}
+func (s *traceSource) Resume() {}
