@@ -42,6 +42,9 @@ type Config struct {
 	// where records the line and column of every field present in the file,
 	// by path ("shaping.rate"), for Validate's messages.
 	where map[string]Pos
+	// hints are warnings found while decoding (a value a comment may have
+	// cut), returned by Warnings.
+	hints Problems
 }
 
 // Pos is a place in the YAML file (1-based; zero when unknown).
