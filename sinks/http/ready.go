@@ -14,16 +14,10 @@ var _ pacer.ReadyChecker = (*Sink)(nil)
 // limit): not ready while the latest request got no answer at all
 // (connection refused, reset, DNS, timeout); ready before the first request
 // and once any answer comes back, whatever its status (a 429 or 503 is the
-// API answering; the engine backs off). While pre-dialling (Warm) fails and
-// no dial has succeeded since, it is not ready either.
+// API answering; the engine backs off).
 func (s *Sink) Ready(context.Context) error {
 	if p := s.down.Load(); p != nil {
 		return fmt.Errorf("latest request got no answer: %w", *p)
-	}
-	if s.pool != nil {
-		if err := s.pool.err(); err != nil {
-			return fmt.Errorf("pre-dialling the API failed: %w", redactErr(err))
-		}
 	}
 	return nil
 }

@@ -231,7 +231,7 @@ func (s *Sink) Close() error {
 // (Config.PreDial) and waits until each first dial succeeded or failed, or
 // ctx is done. The engine calls it before its first admission, so the first
 // requests find their connections ready. An error (the API unreachable) is
-// not fatal: requests dial again, and Ready reports it meanwhile.
+// not fatal: requests dial again (and Ready follows their outcome).
 func (s *Sink) Warm(ctx context.Context) error {
 	if s.pool == nil {
 		return nil

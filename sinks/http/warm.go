@@ -21,8 +21,8 @@ import (
 // noticed at once (a read pending on it returns) and re-dialled; one that
 // sat unused for idle is closed and re-dialled, so spares are never older
 // than the API's keep-alive timeout if idle is below it. When dialling
-// fails, the pool retries with a backoff (100 ms doubling to 5 s) and the
-// error is what Ready reports until a dial succeeds.
+// fails, the pool retries with a backoff (100 ms doubling to 5 s); Warm
+// returns the error (the engine logs it), and a request dials on its own.
 type connPool struct {
 	addr   string      // host:port the URL points at
 	tlsCfg *tls.Config // nil for http://
@@ -86,13 +86,6 @@ func (p *connPool) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lastErr
-}
-
-// err is the latest dial error, nil once a dial succeeded after it.
-func (p *connPool) err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lastErr

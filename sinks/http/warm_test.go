@@ -158,8 +158,8 @@ func TestWarmTLS(t *testing.T) {
 	}
 }
 
-// TestWarmUnreachable: Warm reports a refused dial, Ready says so, and
-// delivering still works (and clears it) once the API listens.
+// TestWarmUnreachable: Warm reports a refused dial, and delivering works
+// once the API listens.
 func TestWarmUnreachable(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -175,9 +175,9 @@ func TestWarmUnreachable(t *testing.T) {
 	if err := s.Warm(context.Background()); err == nil {
 		t.Fatal("Warm to a closed port: no error")
 	}
-	if err := s.Ready(context.Background()); err == nil {
-		t.Fatal("Ready: nil while pre-dialling fails")
-	}
+	// Ready keeps its contract (the latest request's outcome, ready before
+	// the first): a failed pre-dial is what Warm returns and the engine
+	// logs; the first request that fails to connect makes Ready say so.
 	ln, err = net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("could not listen again on %s: %v", addr, err)
