@@ -100,6 +100,12 @@ type Config struct {
 	// ends (rebalance, stop). A SIGKILL therefore repeats what was in
 	// flight plus at most CommitInterval's worth of acknowledged messages.
 	CommitInterval time.Duration
+	// RevokeTimeout bounds how long a partition being given up (a
+	// rebalance, a stop) waits for its deliveries already at the sink, so
+	// their acknowledgements are committed before another member reads the
+	// partition again (default 10s, at most half of RebalanceTimeout). A
+	// delivery that takes longer is repeated by the next owner.
+	RevokeTimeout time.Duration
 
 	Logger *slog.Logger
 	// Sarama, if set, may adjust the generated sarama config last. Changes
@@ -110,6 +116,9 @@ type Config struct {
 
 // DefaultCommitInterval is Config.CommitInterval's default.
 const DefaultCommitInterval = 100 * time.Millisecond
+
+// DefaultRevokeTimeout is Config.RevokeTimeout's default.
+const DefaultRevokeTimeout = 10 * time.Second
 
 func (c *Config) withDefaults() Config {
 	cc := *c
@@ -140,6 +149,10 @@ func (c *Config) withDefaults() Config {
 	if cc.CommitInterval == 0 {
 		cc.CommitInterval = DefaultCommitInterval
 	}
+	if cc.RevokeTimeout == 0 {
+		cc.RevokeTimeout = DefaultRevokeTimeout
+	}
+	cc.RevokeTimeout = min(cc.RevokeTimeout, cc.RebalanceTimeout/2)
 	if cc.Logger == nil {
 		cc.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -164,7 +177,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("%w: balance %q (want range, roundrobin or sticky)", ErrInvalidConfig, c.Balance)
 	}
-	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 {
+	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 || c.RevokeTimeout < 0 {
 		return fmt.Errorf("%w: negative size", ErrInvalidConfig)
 	}
 	return c.Client.validate()
