@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # pacer: a static binary on a distroless base, running as a non-root user.
 
-FROM golang:1.26 AS build
+FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -114,6 +115,8 @@ type BreakerStatus struct {
 	Probes    int       `json:"probes,omitempty"`
 	NextProbe time.Time `json:"next_probe,omitzero"`
 	Trips     uint64    `json:"trips"`
+	// Resets counts the times an operator closed it (ResetBreaker).
+	Resets uint64 `json:"resets"`
 }
 
 // breaker is the systemic-failure detector and its open/closed state. Its
@@ -138,6 +141,7 @@ type breaker struct {
 	probes      int
 	nextProbe   time.Time
 	trips       uint64
+	resets      uint64
 	wake        chan struct{} // closed when the breaker closes
 }
 
@@ -264,11 +268,33 @@ func (b *breaker) probeAt() (open bool, at time.Time, wake <-chan struct{}) {
 	return true, b.nextProbe, b.wake
 }
 
+// reset closes the breaker on the operator's word (SIGHUP, the admin
+// API) and forgets the failures counted so far, so the next trip needs new
+// evidence. It reports whether the breaker was open and what tripped it.
+func (b *breaker) reset() (was bool, class string, since time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.streakN.Store(0)
+	b.streakClass = ""
+	clear(b.cur)
+	clear(b.prev)
+	if !b.open.Load() {
+		return false, "", time.Time{}
+	}
+	b.open.Store(false)
+	close(b.wake)
+	b.wake = nil
+	class, since = b.class, b.since
+	b.class, b.cause, b.since, b.probes, b.nextProbe = "", "", time.Time{}, 0, time.Time{}
+	b.resets++
+	return true, class, since
+}
+
 func (b *breaker) status() BreakerStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return BreakerStatus{Open: b.open.Load(), Class: b.class, Cause: b.cause, Since: b.since,
-		Probes: b.probes, NextProbe: b.nextProbe, Trips: b.trips}
+		Probes: b.probes, NextProbe: b.nextProbe, Trips: b.trips, Resets: b.resets}
 }
 
 func truncate(s string, n int) string {
@@ -356,6 +382,53 @@ func (e *Engine) breakerDelivered() {
 	e.pause.clear(PauseBroken)
 	e.log.Info("pacer: a delivery succeeded: the pipeline works again; resuming the source",
 		"class", class, "probes", probes, "open_for", e.clock.Now().Sub(since).Round(time.Millisecond).String())
+}
+
+// ResetBreaker closes the systemic-failure breaker at once, on the
+// operator's word that the pipeline is fixed: the source resumes and the
+// messages it held are retried now rather than at the next probe (with a
+// fresh retry budget). If the pipeline is still broken, the breaker trips
+// again on new failures. It reports whether the breaker was open. SIGHUP
+// and the admin API (POST /resume) call it. Safe from any goroutine.
+func (e *Engine) ResetBreaker() bool {
+	if e.brk == nil {
+		return false
+	}
+	was, class, since := e.brk.reset()
+	if !was {
+		return false
+	}
+	now := e.clock.Now()
+	e.pause.clear(PauseBroken)
+	n := e.ready.heldDueNow(now)
+	e.log.Warn("pacer: systemic-failure breaker cleared by the operator; resuming the source and retrying the held messages now",
+		"class", class, "open_for", now.Sub(since).Round(time.Millisecond).String(), "held", n)
+	return true
+}
+
+// heldDueNow makes every message the breaker held (due at the next probe)
+// due at now, and wakes the workers. It returns how many there were.
+func (q *readyQueue) heldDueNow(now time.Time) int {
+	q.mu.Lock()
+	n := 0
+	for _, it := range q.h {
+		if it.suspect && it.due.After(now) {
+			it.due = now
+			n++
+		}
+	}
+	if n > 0 {
+		heap.Init(&q.h)
+	}
+	q.mu.Unlock()
+	for range min(n, cap(q.wake)) {
+		q.signal()
+	}
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+	return n
 }
 
 // awaitProbe is called by a worker holding messages while the breaker is

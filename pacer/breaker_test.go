@@ -368,3 +368,51 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// TestResetBreaker: the operator clears an open breaker (SIGHUP or POST
+// /resume call ResetBreaker): the source resumes at once and the held
+// messages go out now, not at the next probe an hour away; the reset is
+// counted and logged; with nothing open it reports false.
+func TestResetBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 100
+		r := newBrokenRun(t, n, func(*pacer.Message) pacer.Result {
+			return pacer.Result{Outcome: pacer.Reject, Err: &classErr{class: "http 401", systemic: true}}
+		}, pacer.Config{Breaker: pacer.BreakerConfig{ProbeInitial: time.Hour, ProbeMax: time.Hour}})
+		if r.e.ResetBreaker() {
+			t.Error("ResetBreaker on a closed breaker = true")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.e.Run(ctx) }()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if st := r.e.Status(); !st.Breaker.Open || !contains(st.PauseReasons, "systemic_failure") {
+			t.Fatalf("breaker %+v reasons %v, want open and the source paused", st.Breaker, st.PauseReasons)
+		}
+		r.fixed.Store(true)
+		if !r.e.ResetBreaker() {
+			t.Error("ResetBreaker on an open breaker = false")
+		}
+		time.Sleep(5 * time.Second) // far less than the hour to the next probe
+		synctest.Wait()
+		if got := r.led.Count(pacer.SettledAck); got != n {
+			t.Errorf("acked %d of %d within 5s of the reset (the next probe was an hour away)", got, n)
+		}
+		st := r.e.Status()
+		if st.Breaker.Open || st.Breaker.Resets != 1 || st.Breaker.Trips != 1 || contains(st.PauseReasons, "systemic_failure") {
+			t.Errorf("after reset: breaker %+v reasons %v, want closed, 1 trip, 1 reset", st.Breaker, st.PauseReasons)
+		}
+		if err := r.e.Ready(context.Background()); err != nil && strings.Contains(err.Error(), "systemic") {
+			t.Errorf("Ready after reset = %v", err)
+		}
+		if !strings.Contains(r.log.String(), "cleared by the operator") {
+			t.Errorf("no WARN for the reset:\n%s", r.log)
+		}
+		if got := len(r.dl.Entries()); got != 0 {
+			t.Errorf("dead-lettered %d, want 0", got)
+		}
+		cancel()
+		<-done
+	})
+}

@@ -49,6 +49,9 @@ type Config struct {
 	// (Engine.ClearPause). POST /resume calls it, with the same token as
 	// PUT /rate; nil: 404.
 	ClearPause func() bool
+	// ResetBreaker closes an open systemic-failure breaker and reports
+	// whether it was open (Engine.ResetBreaker). POST /resume calls it too.
+	ResetBreaker func() bool
 	// Token is the bearer token PUT /rate and POST /resume require. Empty,
 	// or SetRate nil: PUT /rate answers 404 (off); likewise POST /resume.
 	Token string
@@ -196,9 +199,11 @@ func (h *Handler) putRate(w http.ResponseWriter, r *http.Request) {
 }
 
 // resume: POST /resume with "Authorization: Bearer TOKEN" lifts a pause
-// the downstream imposed; it answers {"cleared":true|false}.
+// the downstream imposed and closes an open systemic-failure breaker; it
+// answers {"cleared":true|false,"pause":...,"breaker":...}: cleared is
+// true when either was in force.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
-	if h.cfg.Token == "" || h.cfg.ClearPause == nil {
+	if h.cfg.Token == "" || h.cfg.ClearPause == nil && h.cfg.ResetBreaker == nil {
 		text(w, http.StatusNotFound, "admin: POST /resume is off (no token configured)")
 		return
 	}
@@ -208,8 +213,14 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
-	cleared := h.cfg.ClearPause()
-	h.cfg.Logger.Info("admin: resume", "cleared", cleared, "remote", r.RemoteAddr)
+	var pause, brk bool
+	if h.cfg.ClearPause != nil {
+		pause = h.cfg.ClearPause()
+	}
+	if h.cfg.ResetBreaker != nil {
+		brk = h.cfg.ResetBreaker()
+	}
+	h.cfg.Logger.Info("admin: resume", "pause_cleared", pause, "breaker_reset", brk, "remote", r.RemoteAddr)
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = fmt.Fprintf(w, "{\"cleared\":%t}\n", cleared)
+	_, _ = fmt.Fprintf(w, "{\"cleared\":%t,\"pause\":%t,\"breaker\":%t}\n", pause || brk, pause, brk)
 }

@@ -145,24 +145,28 @@ func TestPutRate(t *testing.T) {
 }
 
 func TestResume(t *testing.T) {
-	paused := true
+	paused, open := true, true
 	clear := func() bool { was := paused; paused = false; return was }
+	reset := func() bool { was := open; open = false; return was }
 	var logs strings.Builder
-	h := New(Config{ClearPause: clear, Token: "s3cr3t-token", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := New(Config{ClearPause: clear, ResetBreaker: reset, Token: "s3cr3t-token", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for _, tc := range []struct {
-		name, auth string
-		code       int
-		body       string
-		paused     bool
+		name, auth   string
+		pause, brk   bool // state before
+		code         int
+		body         string
+		paused, open bool // state after
 	}{
-		{"no token", "", 401, "unauthorized\n", true},
-		{"wrong token", "Bearer nope", 401, "unauthorized\n", true},
-		{"clears", "Bearer s3cr3t-token", 200, "{\"cleared\":true}\n", false},
-		{"nothing to clear", "Bearer s3cr3t-token", 200, "{\"cleared\":false}\n", false},
+		{"no token", "", true, true, 401, "unauthorized\n", true, true},
+		{"wrong token", "Bearer nope", true, true, 401, "unauthorized\n", true, true},
+		{"clears both", "Bearer s3cr3t-token", true, true, 200, "{\"cleared\":true,\"pause\":true,\"breaker\":true}\n", false, false},
+		{"breaker only", "Bearer s3cr3t-token", false, true, 200, "{\"cleared\":true,\"pause\":false,\"breaker\":true}\n", false, false},
+		{"nothing to clear", "Bearer s3cr3t-token", false, false, 200, "{\"cleared\":false,\"pause\":false,\"breaker\":false}\n", false, false},
 	} {
+		paused, open = tc.pause, tc.brk
 		code, body, _ := do(t, h, "POST", "/resume", tc.auth, "")
-		if code != tc.code || body != tc.body || paused != tc.paused {
-			t.Errorf("%s: POST /resume = %d %q, paused %v want %d %q, paused %v", tc.name, code, body, paused, tc.code, tc.body, tc.paused)
+		if code != tc.code || body != tc.body || paused != tc.paused || open != tc.open {
+			t.Errorf("%s: POST /resume = %d %q, paused %v open %v want %d %q, paused %v open %v", tc.name, code, body, paused, open, tc.code, tc.body, tc.paused, tc.open)
 		}
 	}
 	if strings.Contains(logs.String(), "s3cr3t") || !strings.Contains(logs.String(), "refused a resume") {

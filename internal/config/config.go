@@ -42,7 +42,17 @@ type Config struct {
 	// where records the line and column of every field present in the file,
 	// by path ("shaping.rate"), for Validate's messages.
 	where map[string]Pos
+	// hints are warnings found while decoding (a value a comment may have
+	// cut), returned by Warnings.
+	hints Problems
 }
+
+// Bounds of source.backlog_interval, and its default.
+const (
+	DefaultBacklogInterval = 15 * time.Second
+	MinBacklogInterval     = time.Second
+	MaxBacklogInterval     = time.Hour
+)
 
 // Pos is a place in the YAML file (1-based; zero when unknown).
 type Pos struct{ Line, Column int }
@@ -53,6 +63,10 @@ type Source struct {
 	Type  string `yaml:"type" json:"type"`
 	Kafka Kafka  `yaml:"kafka" json:"kafka"`
 	NATS  NATS   `yaml:"nats" json:"nats"`
+	// BacklogInterval is how often a running worker asks the broker,
+	// read-only, how much waits for it (consumer lag, pending count) for
+	// /status and /metrics: between 1s and 1h, default 15s.
+	BacklogInterval Duration `yaml:"backlog_interval" json:"backlog_interval"`
 }
 
 // Kafka is a Kafka consumer-group source.
@@ -411,6 +425,7 @@ func Default() Config {
 				AckWait:        Duration(30 * time.Second),
 				FetchBatch:     32,
 			},
+			BacklogInterval: Duration(DefaultBacklogInterval),
 		},
 		Shaping: Shaping{
 			MaxWait:     Duration(pacer.DefaultMaxWait),

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,7 +116,8 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if err != nil {
 		return &cfg, Problems{syntaxProblem(err, data)}
 	}
-	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}, env: expander{lookup: lookup}, unset: map[string]int{}}
+	d := decoder{where: cfg.where, anchors: map[string]ast.Node{}, env: expander{lookup: lookup}, unset: map[string]int{},
+		lines: strings.Split(string(data), "\n")}
 	for _, doc := range file.Docs {
 		if doc == nil || doc.Body == nil {
 			continue // ast.FilterFile panics on an empty document
@@ -136,6 +138,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if len(file.Docs) > 1 {
 		d.add(file.Docs[1].Body, "", "only one YAML document is allowed")
 	}
+	cfg.hints = d.hints
 	for _, p := range d.probs {
 		bad[p.Path] = true
 	}
@@ -195,6 +198,10 @@ type decoder struct {
 	// unsetAt lists the fields left at their defaults for want of a
 	// variable: Validate's complaints about them would only repeat it.
 	unsetAt []string
+	// lines is the file's text by line, to see what follows a value.
+	lines []string
+	// hints are warnings found while decoding (see commentCut).
+	hints Problems
 }
 
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
@@ -418,7 +425,66 @@ func (d *decoder) scalar(n ast.Node, v reflect.Value, path string) {
 	if null || n.Type() == ast.NullType && v.Kind() != reflect.String && v.Type() != reflect.TypeFor[Secret]() {
 		return // "field:" with nothing after it (or ~ where no text goes) keeps the default
 	}
+	d.commentCut(n, v, path, text)
 	d.setText(n, v, path, text)
+}
+
+// commentCut warns when an unquoted value of a text field is followed on
+// its line by a comment that may have been meant as part of it: YAML ends
+// a plain value at " #", so `password: hunter2 #tail` sets "hunter2" and
+// nothing says so. For a secret field any such comment is suspect (and
+// neither the value nor the comment is printed); for another string field,
+// a comment glued to its first word (`stream: EVENTS #prod`) is, while the
+// usual `value  # explanation` is not. A value that is one ${VAR} gets the
+// variable's text whole, so its comment is a comment.
+func (d *decoder) commentCut(n ast.Node, v reflect.Value, path, text string) {
+	secret := v.Type() == reflect.TypeFor[Secret]()
+	if !secret && v.Kind() != reflect.String {
+		return
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil || tk.Type == token.SingleQuoteType || tk.Type == token.DoubleQuoteType {
+		return
+	}
+	if _, literal := n.(*ast.LiteralNode); literal || text == "" || wholeVariable.MatchString(text) {
+		return
+	}
+	line, col := tk.Position.Line, tk.Position.Column
+	if line < 1 || line > len(d.lines) {
+		return
+	}
+	runes := []rune(d.lines[line-1])
+	if col < 1 || col > len(runes) {
+		return
+	}
+	rest, ok := strings.CutPrefix(string(runes[col-1:]), text)
+	if !ok {
+		return // not a one-line plain value (a flow list, a folded scalar)
+	}
+	m := trailingComment.FindStringSubmatch(rest)
+	if m == nil {
+		return
+	}
+	glued := m[1] != "" && m[1][0] != ' ' && m[1][0] != '\t' && m[1][0] != '#'
+	switch {
+	case secret:
+		d.hint(n, path, "a comment follows this secret on its line: YAML ends an unquoted value at \" #\", so everything from the \"#\" on is dropped from the secret; if it is part of the value, quote the whole value ('...')")
+	case glued:
+		d.hint(n, path, "the value is %q: YAML ends an unquoted value at \" #\", so %q is a comment; if it is part of the value, quote the whole value ('%s #%s')", text, "#"+m[1], text, m[1])
+	}
+}
+
+var (
+	wholeVariable   = regexp.MustCompile(`^\$\{[^}]*\}$`)
+	trailingComment = regexp.MustCompile(`^[ \t]+#(.*)$`)
+)
+
+func (d *decoder) hint(n ast.Node, path, format string, args ...any) {
+	p := Problem{Path: path, Msg: fmt.Sprintf(format, args...)}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		p.Line, p.Column = tk.Position.Line, tk.Position.Column
+	}
+	d.hints = append(d.hints, p)
 }
 
 // setText expands text's variables and stores it into v as v's type reads

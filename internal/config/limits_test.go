@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestResourceLimits: queue_size and max_in_flight above their limits are
@@ -36,5 +37,25 @@ func TestMaxDeliverWarning(t *testing.T) {
 	}
 	if w := mustParse(t, minimal, nil).Warnings(); len(w) != 0 {
 		t.Errorf("Warnings without max_deliver = %q", w)
+	}
+}
+
+// TestBacklogInterval: how often the backlog is measured is a setting
+// (default 15s), refused outside 1s..1h with its line.
+func TestBacklogInterval(t *testing.T) {
+	if got := mustParse(t, minimal, nil).Source.BacklogInterval.D(); got != DefaultBacklogInterval {
+		t.Errorf("default backlog_interval = %v, want %v", got, DefaultBacklogInterval)
+	}
+	with := func(v string) string {
+		return strings.Replace(minimal, "  nats:\n", "  backlog_interval: "+v+"\n  nats:\n", 1)
+	}
+	if got := mustParse(t, with("1m"), nil).Source.BacklogInterval.D(); got != time.Minute {
+		t.Errorf("backlog_interval: 1m = %v", got)
+	}
+	for _, v := range []string{"0s", "500ms", "2h"} {
+		ps := problemsOf(t, with(v), nil)
+		if len(ps) != 1 || ps[0].Path != "source.backlog_interval" || ps[0].Line != 3 || !strings.Contains(ps[0].Msg, "between 1s and 1h") {
+			t.Errorf("backlog_interval: %s: problems %v, want one on line 3 naming the bounds", v, ps)
+		}
 	}
 }

@@ -76,6 +76,9 @@ func (v *validator) tls(path string, t TLS) {
 
 func (v *validator) source() {
 	s := v.c.Source
+	if bi := s.BacklogInterval.D(); bi < MinBacklogInterval || bi > MaxBacklogInterval {
+		v.add("source.backlog_interval", "must be between 1s and 1h (how often the broker is asked for the backlog), got %v", bi)
+	}
 	if !v.oneOf("source.type", s.Type, "kafka", "nats") {
 		return
 	}

@@ -28,6 +28,7 @@ func (c *Config) Warnings() Problems {
 			}
 		}
 	}
+	v.probs = append(v.probs, c.hints...)
 	v.probs.sort()
 	return v.probs
 }

@@ -228,10 +228,14 @@ var (
 	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.", []string{"source"}, nil)
 	descSinceThr   = prometheus.NewDesc("pacer_downstream_since_throttle_seconds", "Time since the downstream last throttled (-1: never).", nil, nil)
 	descPause      = prometheus.NewDesc("pacer_downstream_pause_seconds", "What is left of a pause the downstream imposed on every delivery (Retry-After, a spent window); 0: none.", nil, nil)
+	descBrkOpen    = prometheus.NewDesc("pacer_breaker_open", "1 while the systemic-failure breaker is open (source paused, nothing dead-lettered, probing); /status names the failure class.", nil, nil)
+	descBrkTrips   = prometheus.NewDesc("pacer_breaker_trips_total", "Times the systemic-failure breaker tripped.", nil, nil)
+	descBrkResets  = prometheus.NewDesc("pacer_breaker_resets_total", "Times an operator cleared the open breaker (SIGHUP, POST /resume).", nil, nil)
+	descBrkHeld    = prometheus.NewDesc("pacer_breaker_held_messages_total", "Permanent failures the breaker held back from the dead-letter path.", nil, nil)
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause} {
+	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause, descBrkOpen, descBrkTrips, descBrkResets, descBrkHeld} {
 		ch <- d
 	}
 }
@@ -272,4 +276,15 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(descSinceThr, s.SinceThrottle)
 	g(descPause, s.PauseSeconds)
+	open := 0.0
+	if s.Breaker.Open {
+		open = 1
+	}
+	g(descBrkOpen, open)
+	c1 := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	c1(descBrkTrips, s.Breaker.Trips)
+	c1(descBrkResets, s.Breaker.Resets)
+	c1(descBrkHeld, s.Held)
 }

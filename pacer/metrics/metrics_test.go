@@ -214,3 +214,72 @@ pacer_downstream_since_throttle_seconds 10
 		}
 	})
 }
+
+// systemicSink fails every delivery with a systemic failure class until
+// fixed.
+type systemicSink struct {
+	*pacertest.Sink
+}
+
+func (systemicSink) FailureClass(error) (string, bool) { return "http 401", true }
+
+// TestBreakerMetrics: the systemic-failure breaker is visible in /metrics:
+// open (0/1), trips, operator resets and held messages.
+func TestBreakerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		fixed := false
+		sink := systemicSink{&pacertest.Sink{Behave: func(*pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			if fixed {
+				return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, time.Millisecond
+			}
+			return pacer.Result{Outcome: pacer.Reject, Err: errors.New("401")}, pacer.Feedback{Status: 401}, time.Millisecond
+		}}}
+		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(pacertest.Messages(5)), Sink: sink, DeadLetter: &pacertest.DeadLetters{},
+			MaxInFlight: 1, Breaker: pacer.BreakerConfig{ProbeInitial: time.Hour, ProbeMax: time.Hour}, Hooks: pacer.Hooks{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- e.Run(context.Background()) }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		names := []string{"pacer_breaker_open", "pacer_breaker_trips_total", "pacer_breaker_resets_total", "pacer_breaker_held_messages_total"}
+		want := func(open, trips, resets, held int) string {
+			return fmt.Sprintf(`
+# HELP pacer_breaker_held_messages_total Permanent failures the breaker held back from the dead-letter path.
+# TYPE pacer_breaker_held_messages_total counter
+pacer_breaker_held_messages_total %d
+# HELP pacer_breaker_open 1 while the systemic-failure breaker is open (source paused, nothing dead-lettered, probing); /status names the failure class.
+# TYPE pacer_breaker_open gauge
+pacer_breaker_open %d
+# HELP pacer_breaker_resets_total Times an operator cleared the open breaker (SIGHUP, POST /resume).
+# TYPE pacer_breaker_resets_total counter
+pacer_breaker_resets_total %d
+# HELP pacer_breaker_trips_total Times the systemic-failure breaker tripped.
+# TYPE pacer_breaker_trips_total counter
+pacer_breaker_trips_total %d
+`, held, open, resets, trips)
+		}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want(1, 1, 0, 1)), names...); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		fixed = true
+		mu.Unlock()
+		e.ResetBreaker()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want(0, 1, 1, 1)), names...); err != nil {
+			t.Error(err)
+		}
+	})
+}
