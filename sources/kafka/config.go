@@ -98,8 +98,16 @@ type Config struct {
 	// per CommitInterval (the advances in between go in the next commit),
 	// at once when the source is paused, and synchronously when a session
 	// ends (rebalance, stop). A SIGKILL therefore repeats what was in
-	// flight plus at most CommitInterval's worth of acknowledged messages.
+	// flight plus at most CommitInterval's worth of acknowledged messages,
+	// or CommitAfter of them, whichever is fewer (plus those acknowledged
+	// during one commit's round trip).
 	CommitInterval time.Duration
+	// CommitAfter starts the next commit without waiting out
+	// CommitInterval once this many messages were acknowledged since the
+	// last one (default 16, pacer's default max_in_flight; < 0: never).
+	// Commits then follow each other as fast as the broker answers them,
+	// one at a time.
+	CommitAfter int
 	// RevokeTimeout bounds how long a partition being given up (a
 	// rebalance, a stop) waits for its deliveries already at the sink, so
 	// their acknowledgements are committed before another member reads the
@@ -116,6 +124,9 @@ type Config struct {
 
 // DefaultCommitInterval is Config.CommitInterval's default.
 const DefaultCommitInterval = 100 * time.Millisecond
+
+// DefaultCommitAfter is Config.CommitAfter's default.
+const DefaultCommitAfter = 16
 
 // DefaultRevokeTimeout is Config.RevokeTimeout's default.
 const DefaultRevokeTimeout = 10 * time.Second
@@ -148,6 +159,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cc.CommitInterval == 0 {
 		cc.CommitInterval = DefaultCommitInterval
+	}
+	if cc.CommitAfter == 0 {
+		cc.CommitAfter = DefaultCommitAfter
 	}
 	if cc.RevokeTimeout == 0 {
 		cc.RevokeTimeout = DefaultRevokeTimeout

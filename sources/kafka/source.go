@@ -278,7 +278,7 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
-	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval))
+	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval, s.cfg.CommitAfter))
 	s.sessions.Add(1)
 	return nil
 }
@@ -298,11 +298,17 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	s.repause(topic, partition)
 	limit := s.cfg.MaxInFlightPerPartition
 	cm := s.commit.Load()
+	prev := int64(-1) // the last mark (calls are serialised by the watermark)
 	w := newWatermark(limit, func(next int64) {
 		sess.MarkOffset(topic, partition, next, "")
 		if cm != nil {
-			cm.marked()
+			n := int64(1)
+			if prev >= 0 {
+				n = next - prev
+			}
+			cm.marked(n)
 		}
+		prev = next
 	})
 	rq := newRedeliveries()
 	// Revoke before returning: sarama commits what was marked when the
