@@ -45,6 +45,9 @@ type Config struct {
 	// hints are warnings found while decoding (a value a comment may have
 	// cut), returned by Warnings.
 	hints Problems
+	// secretLines are the file's lines that hold a secret (see
+	// scanSecretLines), hidden by RedactLine even when the YAML is broken.
+	secretLines map[int]bool
 }
 
 // Bounds of source.backlog_interval, and its default.
