@@ -35,6 +35,8 @@
 //     and aligned to exact over every window.
 //   - Keyed: one limiter per key, bounded. All: several limits at once.
 //   - WarmUp: ramp up to r after idleness.
+//   - PIDEstimator: not a limiter; Spark's PID rate estimator, which turns
+//     observed processing and queueing delays into a rate to set.
 package algorithms
 
 import "time"

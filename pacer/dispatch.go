@@ -33,6 +33,7 @@ func (e *Engine) worker(ctx context.Context) {
 	grp := make([]*item, 0, n)
 	msgs := make([]*Message, 0, n)
 	results := make([]Result, n)
+	var claims []Claimer
 	// With batching, or key ordering (keys must be claimed in the order the
 	// queue hands messages over), one worker at a time takes from the queue.
 	serial := n > 1 || e.keys != nil
@@ -91,14 +92,16 @@ func (e *Engine) worker(ctx context.Context) {
 		}
 		// Revoked while it waited for its permit (a rebalance): the next
 		// owner delivers it. The permit stays spent, so the admitted
-		// stream keeps its envelope.
-		if grp = e.dropRevoked(grp); len(grp) == 0 {
+		// stream keeps its envelope. Otherwise its source holds it
+		// (Claimer) until the attempt is decided.
+		if grp, claims = e.claimGroup(grp, claims[:0]); len(grp) == 0 {
 			if probe {
 				e.endProbe()
 			}
 			continue
 		}
 		e.deliverBatch(grp, msgs[:0], results[:len(grp)], probe)
+		releaseClaims(claims)
 		if probe {
 			e.endProbe()
 		}

@@ -135,6 +135,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.wireLanes(stages)
 	e.sh.stages, e.sh.bucket = stages, bucket
 	e.unlimited.Store(len(stages) == 0)
 	rate := cfg.Rate
@@ -334,6 +335,7 @@ func (e *Engine) Reload(s Shaping) error {
 			}
 		}
 	}
+	e.wireLanes(stages)
 	e.sh.stages, e.sh.bucket = stages, newBucket
 	e.unlimited.Store(len(stages) == 0)
 	e.cfg.Shaping = s
