@@ -382,6 +382,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
+	e.warmSink(ctx)                 // connections ready before the first admission
 
 	var workers sync.WaitGroup
 	for range e.cfg.MaxInFlight {
