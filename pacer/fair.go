@@ -280,7 +280,7 @@ func (e *Engine) deliverFair(ctx context.Context, it *item) error {
 		return err
 	}
 	e.stats.consumed.Add(1)
-	if e.queued() >= e.cfg.HighWatermark {
+	if e.queueFull() {
 		e.pauseFull()
 	}
 	return nil
@@ -316,40 +316,11 @@ func (f *fairQueue) pop() *item {
 	return it
 }
 
-// fairPop is a worker's non-blocking take from the fair queue (nil without
-// fairness, or when it is empty).
-func (e *Engine) fairPop() *item {
-	if e.fair == nil {
-		return nil
-	}
-	return e.fair.pop()
-}
-
-// fairAvail is what a worker holding a slot waits on for a push (nil
-// without fairness: never ready).
-func (e *Engine) fairAvail(slot bool) chan struct{} {
-	if e.fair == nil || !slot {
-		return nil
-	}
-	return e.fair.avail
-}
-
 // queued is the number of messages waiting between the source and the
 // workers.
 func (e *Engine) queued() int {
 	if e.fair != nil {
 		return int(e.fair.n.Load())
 	}
-	return len(e.queue)
-}
-
-// drainFair gives back every message still in the fair queue (once the
-// workers and the source have stopped).
-func (e *Engine) drainFair() {
-	if e.fair == nil {
-		return
-	}
-	for it := e.fair.pop(); it != nil; it = e.fair.pop() {
-		e.handBack(it, 0)
-	}
+	return int(e.fifo.n.Load())
 }
