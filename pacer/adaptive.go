@@ -282,7 +282,7 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 		if rl.Limit > 0 && win > 0 {
 			lim = float64(rl.Limit) / win.Seconds()
 		}
-		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win)
+		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win, c.edge.rolling(now, win))
 		changed, cause = true, "ratelimit-headers"
 	}
 	if throttled && f.throttle(now, gateEnd) {

@@ -320,7 +320,7 @@ func TestLimitSlidingWindow(t *testing.T) {
 		floor float64 // share of the limit held today (target 0.9)
 	}{
 		{"429-only", testapi.HeadersNone, 0.8},
-		{"headers", testapi.HeadersAll, 0.45},
+		{"headers", testapi.HeadersAll, 0.9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit, n = 50.0, 1500

@@ -262,7 +262,12 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 // quota and window, when known (0 if not), let it see what other clients of
 // the same key spend in the current window (quota - remaining - ours): the
 // budget is shared with them at the rate they have been spending it.
-func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration) {
+//
+// rolling says the budget is a rolling window (see windowEdge.rolling):
+// each request is given back one window after it was spent, so the rate is
+// the quota's, less what other clients spent over the last window and a
+// small reserve, and Remaining only guards against overspending.
+func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration, rolling bool) {
 	f.probing = false
 	f.src = LimitHeaders
 	if limit > 0 {
@@ -275,6 +280,17 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		return
 	}
 	f.hdrUntil = now.Add(left)
+	if rolling && quota > 0 && window > 0 && f.limit > 0 {
+		ours := f.count(now.Add(-window), now)
+		foreign := max(0, quota-remaining-ours)
+		reserve := max(1, float64(quota)/40)
+		r := (float64(quota) - reserve - float64(foreign)) / window.Seconds()
+		f.rate = f.clamp(min(r, f.limit))
+		if f.throts > 0 {
+			f.burst = f.burstFor(f.rate)
+		}
+		return
+	}
 	// The last unit is kept in reserve: another client of the same key
 	// racing for it would cost a 429 and its Retry-After, rounded up to
 	// whole seconds (a window, where windows are a second long).
