@@ -125,7 +125,7 @@ func (c *CalendarWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if n > c.cfg.Limit {
-		return 0, false
+		return Never, false
 	}
 	if c.count+int64(n) > int64(c.cfg.Limit) {
 		return c.end.Sub(now), false

@@ -122,5 +122,5 @@ func ExampleWait() {
 	}
 	fmt.Println(algorithms.Wait(ctx, tb, 2))
 	// Output:
-	// algorithms: limiter would not grant: Wait(n=2)
+	// algorithms: limiter would not grant, ever: Wait(n=2)
 }

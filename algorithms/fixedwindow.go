@@ -57,7 +57,7 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if int64(n) > f.limit {
-		return 0, false
+		return Never, false
 	}
 	if k := floorDiv(t, f.w); k != f.idx {
 		f.idx, f.count = k, 0

@@ -104,7 +104,7 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 		}
 		if len(k.m) >= k.cfg.MaxKeys {
 			if k.cfg.IdleTTL <= 0 {
-				return 0, false
+				return Never, false // keys never leave: no room, ever
 			}
 			return time.Duration(k.head.prev.used + int64(k.cfg.IdleTTL) - t), false
 		}

@@ -58,8 +58,8 @@ func TestKeyedNoTTLFullTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.ReserveKey(t0, []byte("a"), 1)
-	if w, ok := k.ReserveKey(t9, []byte("b"), 1); ok || w != 0 {
-		t.Fatalf("full table without TTL: (%v, %v) want (0, false)", w, ok)
+	if w, ok := k.ReserveKey(t9, []byte("b"), 1); ok || w != Never {
+		t.Fatalf("full table without TTL: (%v, %v) want (Never, false): keys never leave", w, ok)
 	}
 }
 

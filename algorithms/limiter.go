@@ -46,7 +46,8 @@ import "time"
 // Reserve asks for n permits at now. When ok is true the permits are granted
 // and may be used after wait (0: at once). When ok is false nothing was
 // consumed, and wait is the earliest moment, relative to now, at which asking
-// again can succeed (0 when the limiter cannot tell, or never for this n).
+// again can succeed: Never when no asking ever can (n above the limiter's
+// capacity), 0 when the limiter cannot tell.
 //
 // Cancel gives back n permits granted by an earlier Reserve that will not be
 // used (a message dropped before sending). It never raises the available

@@ -74,7 +74,7 @@ func (s *SlidingWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > s.limit {
-		return 0, false
+		return Never, false
 	}
 	k := floorDiv(t, s.width)
 	sum := int64(0)

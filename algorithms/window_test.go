@@ -18,7 +18,7 @@ func TestFixedWindowSteps(t *testing.T) {
 		{t0.Add(h), 1, 0, true},
 		{t0.Add(h), 1, h, false}, // full until the window ends at t1
 		{t1, 3, 0, true},
-		{t1, 4, 0, false},           // never: more than the limit
+		{t1, 4, Never, false},           // never: more than the limit
 		{t0, 1, time.Second, false}, // stale: counted in t1's window
 	})
 	f.Cancel(t1, 1)
@@ -85,7 +85,7 @@ func TestSlidingWindowSteps(t *testing.T) {
 		{t1, 2, 0, true},
 		{t1, 1, q, false}, // t0+250ms's bucket leaves at t1+250ms
 		{t1.Add(q), 2, 0, true},
-		{t1, 5, 0, false},
+		{t1, 5, Never, false}, // never: more than the limit
 	})
 	for _, cfg := range []WindowConfig{
 		{Limit: 1, Window: time.Second, Buckets: 0},
@@ -136,7 +136,7 @@ func TestSlidingLogSteps(t *testing.T) {
 		{t0.Add(900 * ms), 1, 100 * ms, false}, // t0's grant leaves at t1
 		{t1, 1, 0, true},
 		{t1, 1, 400 * ms, false},
-		{t1, 4, 0, false},        // never: more than the limit
+		{t1, 4, Never, false},        // never: more than the limit
 		{t0, 1, 400 * ms, false}, // stale: treated as t1
 	})
 	l.Cancel(t1, 1)
