@@ -25,7 +25,7 @@ func TestTokenBucketSteps(t *testing.T) {
 		{t0, 1, time.Second, false}, // empty: next permit at t1
 		{t1, 1, 0, true},
 		{t1, 1, time.Second, false},
-		{t3, 2, 0, true},  // refilled to 2 after 2s
+		{t3, 2, 0, true},      // refilled to 2 after 2s
 		{t3, 3, Never, false}, // never: 3 > burst and no borrowing
 		{t3, 0, 0, true},
 		{t4, 1, 0, true},

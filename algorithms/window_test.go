@@ -18,7 +18,7 @@ func TestFixedWindowSteps(t *testing.T) {
 		{t0.Add(h), 1, 0, true},
 		{t0.Add(h), 1, h, false}, // full until the window ends at t1
 		{t1, 3, 0, true},
-		{t1, 4, Never, false},           // never: more than the limit
+		{t1, 4, Never, false},       // never: more than the limit
 		{t0, 1, time.Second, false}, // stale: counted in t1's window
 	})
 	f.Cancel(t1, 1)
@@ -136,7 +136,7 @@ func TestSlidingLogSteps(t *testing.T) {
 		{t0.Add(900 * ms), 1, 100 * ms, false}, // t0's grant leaves at t1
 		{t1, 1, 0, true},
 		{t1, 1, 400 * ms, false},
-		{t1, 4, Never, false},        // never: more than the limit
+		{t1, 4, Never, false},    // never: more than the limit
 		{t0, 1, 400 * ms, false}, // stale: treated as t1
 	})
 	l.Cancel(t1, 1)
