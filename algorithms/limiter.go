@@ -8,6 +8,12 @@
 // reads the clock and sleeps. Every limiter has Reserve, Cancel and Allow;
 // the contracts callers hold (Limiter, KeyLimiter, RateLimiter) are here.
 //
+// Every limiter's constructor takes its config and the time it starts at,
+// New<Type>(cfg, now); that now counts as seen (below). The exceptions hold
+// no time of their own: NewAll (a composite of limiters), Until (a struct
+// literal), NewFairQueue (an order, not a rate) and NewPIDEstimator (its
+// first Compute starts it).
+//
 // A stale now never mints permits: the mutex-based algorithms treat a time
 // earlier than one they have already seen as that later time; GCRA, to stay
 // one word, measures a stale now from itself, which finds no more room than

@@ -23,7 +23,7 @@ func keyOf(f func(*Message) []byte, m *Message) []byte {
 }
 
 func newPerKeyStage(sh *Shaping, now time.Time) (*keyedStage, error) {
-	k, err := newKeyedLimiter(sh.PerKey, sh.MaxWait)
+	k, err := newKeyedLimiter(sh.PerKey, sh.MaxWait, now)
 	if err != nil {
 		return nil, err
 	}
