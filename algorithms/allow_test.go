@@ -36,7 +36,9 @@ func TestAllowIsReserveAtZeroWait(t *testing.T) {
 		"LeakyPacer": func(now time.Time) (allower, error) {
 			return NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: 3}, now)
 		},
-		"FixedWindow": func(now time.Time) (allower, error) { return NewFixedWindow(WindowConfig{Limit: 4, Window: time.Second}, now) },
+		"FixedWindow": func(now time.Time) (allower, error) {
+			return NewFixedWindow(WindowConfig{Limit: 4, Window: time.Second}, now)
+		},
 		"SlidingWindow": func(now time.Time) (allower, error) {
 			return NewSlidingWindow(WindowConfig{Limit: 4, Window: time.Second, Buckets: 4}, now)
 		},
