@@ -23,7 +23,7 @@ type controller struct {
 	cur      float64
 	lastDec  time.Time
 	clean    time.Time // start of the current clean (unthrottled) interval
-	pid      *PIDEstimator
+	pid      *algorithms.PIDEstimator
 	pidRate  float64 // PID's own rate (the finder caps it)
 	winStart time.Time
 	winN     int64
@@ -83,7 +83,11 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	}
 	c.floor = min(c.floor, c.ceiling)
 	if c.cfg.Mode == AdaptivePID && c.ceiling > 0 {
-		c.pid = NewPIDEstimator(c.cfg.Interval, c.cfg.Kp, c.cfg.Ki, c.cfg.Kd, c.floor)
+		pid, err := algorithms.NewPIDEstimator(c.cfg.Interval, c.cfg.Kp, c.cfg.Ki, c.cfg.Kd, c.floor)
+		if err != nil {
+			panic("pacer: " + err.Error()) // the config was validated: a bug
+		}
+		c.pid = pid
 	}
 	c.lf = nil
 	c.effBurst = c.burst

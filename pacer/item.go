@@ -10,6 +10,7 @@ import (
 type item struct {
 	m        *Message
 	rev      Revocable // m.Acker, when it can be revoked
+	clm      Claimer   // m.Acker, when it must be claimed for a delivery
 	enq      time.Time // when the source handed it over
 	first    time.Time // first attempt (zero before it)
 	admitted time.Time // latest admission
@@ -22,6 +23,7 @@ type item struct {
 	suspect  bool   // held by the open breaker once
 	seen     uint64 // breaker successes when it was held
 	base     int    // attempts that no longer count (made before a hold)
+	size     int64  // payload bytes, counted against QueueBytes while queued
 
 	// wait is the latest admission's wait (kept only with a HookDeliver).
 	wait time.Duration
@@ -34,6 +36,9 @@ func (e *Engine) getItem(m *Message) *item {
 	}
 	it.m = m
 	it.rev, _ = m.Acker.(Revocable)
+	if it.rev != nil {
+		it.clm, _ = m.Acker.(Claimer)
+	}
 	return it
 }
 
@@ -56,4 +61,37 @@ func (e *Engine) dropRevoked(grp []*item) []*item {
 		k++
 	}
 	return grp[:k]
+}
+
+// claimGroup is dropRevoked right before the sink: an item whose source
+// must hold it while it is delivered (Claimer) is claimed, or settled
+// (Nak) and removed when the source refuses (revoked). The claims go to
+// releaseClaims once the attempt is decided.
+func (e *Engine) claimGroup(grp []*item, claims []Claimer) ([]*item, []Claimer) {
+	k := 0
+	for _, it := range grp {
+		if it.rev != nil {
+			if it.clm != nil {
+				if !it.clm.Claim() {
+					e.settle(it, SettledNak, 0, "")
+					continue
+				}
+				claims = append(claims, it.clm)
+			} else if it.rev.Revoked() {
+				e.settle(it, SettledNak, 0, "")
+				continue
+			}
+		}
+		grp[k] = it
+		k++
+	}
+	return grp[:k], claims
+}
+
+// releaseClaims ends claimGroup's claims.
+func releaseClaims(claims []Claimer) {
+	for i, c := range claims {
+		c.Release()
+		claims[i] = nil
+	}
 }

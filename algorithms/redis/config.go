@@ -137,6 +137,20 @@ type Config struct {
 	// recently used key is dropped beyond it. Default 10000.
 	MaxKeys int
 
+	// Lanes, when >= 2, splits the shared budget by priority lane across
+	// every worker (ReserveLane): lane 0 is served first, and lane i keeps
+	// Floors[i] (a share of the rate, in [0, 1), summing to at most 1; lane
+	// 0 needs none) while it waits. A lane is waiting while its last request
+	// to Redis came up short (for the wait it was told plus LaneLinger);
+	// while a higher lane waits, a lower lane gets only its floor. One Lua
+	// script decides (see laneScript), atomically. Every worker sharing
+	// the budget should use the same Lanes and Floors; 0: no lanes.
+	Lanes  int
+	Floors []float64
+	// LaneLinger is how long a short lane counts as waiting beyond the
+	// wait Redis told it (its worker's next ask renews it). Default 20ms.
+	LaneLinger time.Duration
+
 	// Logger receives mode changes (Warn when Redis fails, Info when it
 	// answers again). Default: discard.
 	Logger *slog.Logger
@@ -210,6 +224,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxKeys < 0 {
 		bad("max keys %d must be >= 1", c.MaxKeys)
+	}
+	if err := c.validateLanes(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Policy == FailOpen && c.Rate.Validate() == nil && c.Burst >= 1 {
 		if _, _, err := fallbackRate(c.Rate, c.Burst, c.ExpectedWorkers); err != nil {

@@ -79,6 +79,7 @@ type Limiter struct {
 	stampRetry bool      // a failure happened; next Reserve sets nextProbe
 	nextProbe  time.Time // while failing, no probe before this (Reserve's clock)
 	main       *bucket
+	lanes      []*bucket // priority lanes' leases of the shared budget (Config.Lanes)
 	keys       map[string]*bucket
 	lru        list.List // per-key buckets, most recently reserved first
 	queue      []*bucket
@@ -122,6 +123,7 @@ type bucket struct {
 
 	fallback *algorithms.TokenBucket // fail-open local bucket
 	elem     *list.Element           // in Limiter.lru (per-key buckets)
+	lane     *laneArgs               // a lane's lease of the shared budget (laneScript); nil otherwise
 }
 
 // New validates cfg, connects (lazily: go-redis dials on first use) and
@@ -156,6 +158,7 @@ func New(cfg Config, now time.Time) (*Limiter, error) {
 		l.fbRate, l.fbBurst, _ = fallbackRate(cfg.Rate, cfg.Burst, cfg.ExpectedWorkers)
 	}
 	l.main = l.newBucket(l.redisKey(nil), "", now)
+	l.newLanes(now)
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.loop()
 	return l, nil
@@ -220,6 +223,9 @@ func (l *Limiter) reshape(r algorithms.Rate, burst int) error {
 // starts fresh ones at the current fallback rate.
 func (l *Limiter) dropFallbacksLocked() {
 	l.main.fallback = nil
+	for _, b := range l.lanes {
+		b.fallback = nil
+	}
 	for _, b := range l.keys {
 		b.fallback = nil
 	}
@@ -233,7 +239,8 @@ func (l *Limiter) newBucket(key, name string, now time.Time) *bucket {
 // Reserve asks for n permits of the shared budget at now. It never blocks on
 // the network: ok=true (wait always 0) when the local lease covers n;
 // otherwise ok=false, nothing consumed, and wait hints when to ask again
-// while a refill runs in the background. n > Burst is refused with wait 0.
+// while a refill runs in the background. n > Burst is refused with
+// algorithms.Never; a closed limiter refuses with wait 0.
 func (l *Limiter) Reserve(now time.Time, n int) (time.Duration, bool) {
 	return l.reserve(now, nil, n)
 }
@@ -309,18 +316,27 @@ func tagSafe(k string) string {
 }
 
 func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool) {
+	return l.reserveOn(now, key, n)
+}
+
+// reserveOn reserves n permits of the bucket for key ([]byte, nil: the
+// shared budget) or of a lane's lease (*bucket).
+func (l *Limiter) reserveOn(now time.Time, which any, n int) (time.Duration, bool) {
 	if n <= 0 {
 		return 0, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || n > l.cfg.Burst {
+	if n > l.cfg.Burst {
+		return algorithms.Never, false
+	}
+	if l.closed {
 		return 0, false
 	}
 	if l.stampRetry {
 		l.nextProbe, l.stampRetry = now.Add(l.cfg.RetryInterval), false
 	}
-	b := l.bucketLocked(now, key)
+	b := l.pickLocked(now, which)
 	if b.elem != nil {
 		l.lru.MoveToFront(b.elem)
 	}
@@ -355,6 +371,9 @@ func (l *Limiter) reserve(now time.Time, key []byte, n int) (time.Duration, bool
 			if ok { // a borrowing fallback: give it back, hint the wait
 				b.fallback.Cancel(now, n)
 			}
+			if w == algorithms.Never { // above the fallback's burst: not Redis's
+				w = 0
+			}
 			return max(w, l.hintLocked()), false
 		}
 		return max(l.nextProbe.Sub(now), l.hintLocked()), false
@@ -378,7 +397,17 @@ func (l *Limiter) hintLocked() time.Duration {
 	return min(max(l.rtt, 100*time.Microsecond), 2*time.Millisecond)
 }
 
-func (l *Limiter) cancelN(now time.Time, key []byte, n int) {
+func (l *Limiter) cancelN(now time.Time, key []byte, n int) { l.cancelOn(now, key, n) }
+
+// pickLocked is the bucket reserveOn and cancelOn work on.
+func (l *Limiter) pickLocked(now time.Time, which any) *bucket {
+	if b, ok := which.(*bucket); ok {
+		return b
+	}
+	return l.bucketLocked(now, which.([]byte))
+}
+
+func (l *Limiter) cancelOn(now time.Time, which any, n int) {
 	if n <= 0 {
 		return
 	}
@@ -387,7 +416,7 @@ func (l *Limiter) cancelN(now time.Time, key []byte, n int) {
 	if l.closed {
 		return
 	}
-	b := l.bucketLocked(now, key)
+	b := l.pickLocked(now, which)
 	if l.mode == ModeFailOpen && b.fallback != nil {
 		b.fallback.Cancel(now, n)
 	} else {
@@ -482,7 +511,7 @@ func (l *Limiter) refillOne() bool {
 			least = take
 		}
 		bs = append(bs, b)
-		jobs = append(jobs, job{key: b.key, n: take, min: least})
+		jobs = append(jobs, job{key: b.key, n: take, min: least, lane: b.lane})
 	}
 	if len(jobs) == 0 {
 		l.mu.Unlock()
@@ -591,6 +620,9 @@ func (l *Limiter) Stats() Stats {
 	defer l.mu.Unlock()
 	s := l.st
 	s.Mode, s.Lease, s.Keys = l.mode, l.main.lease, len(l.keys)
+	for _, b := range l.lanes {
+		s.Lease += b.lease
+	}
 	return s
 }
 
@@ -649,7 +681,7 @@ func (l *Limiter) Close(ctx context.Context) error {
 	<-l.done
 
 	l.mu.Lock()
-	bs := append([]*bucket{l.main}, mapValues(l.keys)...)
+	bs := append(append([]*bucket{l.main}, l.lanes...), mapValues(l.keys)...)
 	l.mu.Unlock()
 	var errs []error
 	for _, b := range bs {

@@ -161,6 +161,7 @@ func runScript(ctx context.Context, c goredis.Scripter, key string, u units, n, 
 type job struct {
 	key    string
 	n, min int
+	lane   *laneArgs // a lane's job: laneScript
 }
 
 // runScripts runs the jobs in one round trip (a pipeline of EVALSHA; a job
@@ -168,19 +169,29 @@ type job struct {
 // the script). It returns one result and one error per job.
 func runScripts(ctx context.Context, c goredis.UniversalClient, u units, jobs []job) ([]result, []error) {
 	res, errs := make([]result, len(jobs)), make([]error, len(jobs))
+	run1 := func(j job) (result, error) {
+		if j.lane != nil {
+			return runLaneScript(ctx, c, j.key, u, j.n, j.min, j.lane)
+		}
+		return runScript(ctx, c, j.key, u, j.n, j.min)
+	}
 	if len(jobs) == 1 {
-		res[0], errs[0] = runScript(ctx, c, jobs[0].key, u, jobs[0].n, jobs[0].min)
+		res[0], errs[0] = run1(jobs[0])
 		return res, errs
 	}
 	pipe := c.Pipeline()
 	cmds := make([]*goredis.Cmd, len(jobs))
 	for i, j := range jobs {
+		if j.lane != nil {
+			cmds[i] = laneLua.EvalSha(ctx, pipe, []string{j.key, lanesKey(j.key)}, j.lane.argv(u, j.n, j.min)...)
+			continue
+		}
 		cmds[i] = script.EvalSha(ctx, pipe, []string{j.key}, u.num, u.den, u.cap, j.n, j.min)
 	}
 	_, _ = pipe.Exec(ctx) // errors are per command
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			res[i], errs[i] = runScript(ctx, c, jobs[i].key, u, jobs[i].n, jobs[i].min)
+			res[i], errs[i] = run1(jobs[i])
 			continue
 		}
 		res[i], errs[i] = parseResult(cmd)

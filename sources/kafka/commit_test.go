@@ -61,3 +61,52 @@ func TestPromptCommit(t *testing.T) {
 		return committed(t, brokers, topic, topic, 0) == 7
 	})
 }
+
+// TestCommitAfterCount: within the interval, acknowledging CommitAfter
+// messages since the last commit starts the next one at once, so at high
+// rates a crash repeats a bounded number of messages, not an interval's
+// worth of traffic.
+func TestCommitAfterCount(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.UniqueName(t, "cafter")
+	createTopic(t, brokers, topic, 1)
+	if err := produce(brokers, topic, recs("c", 10)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: time.Hour, CommitAfter: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []*pacer.Message
+	sourcetest.RunSource(t, s, func(_ context.Context, m *pacer.Message) error {
+		mu.Lock()
+		held = append(held, m)
+		mu.Unlock()
+		return nil
+	})
+	testkit.Eventually(t, 30*time.Second, "10 messages", func() bool { mu.Lock(); defer mu.Unlock(); return len(held) == 10 })
+	ack := func(from, to int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range held[from:to] {
+			if err := m.Acker.Ack(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ack(0, 1)
+	testkit.Eventually(t, 30*time.Second, "offset 1 committed at once", func() bool {
+		return committed(t, brokers, topic, topic, 0) == 1
+	})
+	ack(1, 4)                          // 3 acks: fewer than CommitAfter, they wait for the interval
+	time.Sleep(200 * time.Millisecond) // room for a wrong early commit (can only hide a bug)
+	if got := committed(t, brokers, topic, topic, 0); got != 1 {
+		t.Errorf("committed %d after 3 acks, want 1 (CommitAfter is 4)", got)
+	}
+	ack(4, 5) // the fourth
+	testkit.Eventually(t, 30*time.Second, "offset 5 committed after CommitAfter acks", func() bool {
+		return committed(t, brokers, topic, topic, 0) == 5
+	})
+}

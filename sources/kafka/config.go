@@ -98,8 +98,22 @@ type Config struct {
 	// per CommitInterval (the advances in between go in the next commit),
 	// at once when the source is paused, and synchronously when a session
 	// ends (rebalance, stop). A SIGKILL therefore repeats what was in
-	// flight plus at most CommitInterval's worth of acknowledged messages.
+	// flight plus at most CommitInterval's worth of acknowledged messages,
+	// or CommitAfter of them, whichever is fewer (plus those acknowledged
+	// during one commit's round trip).
 	CommitInterval time.Duration
+	// CommitAfter starts the next commit without waiting out
+	// CommitInterval once this many messages were acknowledged since the
+	// last one (default 16, pacer's default max_in_flight; < 0: never).
+	// Commits then follow each other as fast as the broker answers them,
+	// one at a time.
+	CommitAfter int
+	// RevokeTimeout bounds how long a partition being given up (a
+	// rebalance, a stop) waits for its deliveries already at the sink, so
+	// their acknowledgements are committed before another member reads the
+	// partition again (default 10s, at most half of RebalanceTimeout). A
+	// delivery that takes longer is repeated by the next owner.
+	RevokeTimeout time.Duration
 
 	Logger *slog.Logger
 	// Sarama, if set, may adjust the generated sarama config last. Changes
@@ -110,6 +124,12 @@ type Config struct {
 
 // DefaultCommitInterval is Config.CommitInterval's default.
 const DefaultCommitInterval = 100 * time.Millisecond
+
+// DefaultCommitAfter is Config.CommitAfter's default.
+const DefaultCommitAfter = 16
+
+// DefaultRevokeTimeout is Config.RevokeTimeout's default.
+const DefaultRevokeTimeout = 10 * time.Second
 
 func (c *Config) withDefaults() Config {
 	cc := *c
@@ -140,6 +160,13 @@ func (c *Config) withDefaults() Config {
 	if cc.CommitInterval == 0 {
 		cc.CommitInterval = DefaultCommitInterval
 	}
+	if cc.CommitAfter == 0 {
+		cc.CommitAfter = DefaultCommitAfter
+	}
+	if cc.RevokeTimeout == 0 {
+		cc.RevokeTimeout = DefaultRevokeTimeout
+	}
+	cc.RevokeTimeout = min(cc.RevokeTimeout, cc.RebalanceTimeout/2)
 	if cc.Logger == nil {
 		cc.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -164,7 +191,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("%w: balance %q (want range, roundrobin or sticky)", ErrInvalidConfig, c.Balance)
 	}
-	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 {
+	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 || c.RevokeTimeout < 0 {
 		return fmt.Errorf("%w: negative size", ErrInvalidConfig)
 	}
 	return c.Client.validate()

@@ -27,6 +27,7 @@ import (
 var (
 	_ pacer.Source    = (*Source)(nil)
 	_ pacer.Revocable = (*acker)(nil)
+	_ pacer.Claimer   = (*acker)(nil)
 )
 
 // Source consumes topics through a sarama consumer group.
@@ -40,12 +41,17 @@ var (
 // rebalance.
 //
 // Rebalances: every wait (deliver, pause, the in-flight cap) watches the
-// session's context, so ConsumeClaim returns as soon as a rebalance starts.
-// Offsets of a revoked partition are committed up to its watermark; later
-// Acks for it are ignored and the unfinished messages are redelivered to the
-// partition's next owner. Their Ackers report Revoked (pacer.Revocable), so
-// the engine gives back what it still holds of them undelivered instead of
-// spending the rate budget on duplicates.
+// session's context, so a claim stops handing messages over as soon as a
+// rebalance starts. Before it returns (and sarama commits the partition for
+// the last time and lets it go), the partition is given up in two steps:
+// what the engine still holds of it undelivered reports Revoked
+// (pacer.Revocable) and is given back instead of spending the rate budget
+// on a message the next owner reads again; deliveries already at the sink
+// (pacer.Claimer) are waited for, up to Config.RevokeTimeout, so their Acks
+// are marked and committed with the partition. A rebalance or a clean stop
+// therefore repeats nothing unless a delivery outlasts RevokeTimeout (it is
+// logged). Later Acks are ignored; the unfinished messages are redelivered
+// to the partition's next owner.
 //
 // A Source runs once; its methods are safe for concurrent use.
 type Source struct {
@@ -272,7 +278,7 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
-	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval))
+	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval, s.cfg.CommitAfter))
 	s.sessions.Add(1)
 	return nil
 }
@@ -292,18 +298,26 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	s.repause(topic, partition)
 	limit := s.cfg.MaxInFlightPerPartition
 	cm := s.commit.Load()
+	prev := int64(-1) // the last mark (calls are serialised by the watermark)
 	w := newWatermark(limit, func(next int64) {
 		sess.MarkOffset(topic, partition, next, "")
 		if cm != nil {
-			cm.marked()
+			n := int64(1)
+			if prev >= 0 {
+				n = next - prev
+			}
+			cm.marked(n)
 		}
+		prev = next
 	})
 	rq := newRedeliveries()
 	// Revoke before returning: sarama commits what was marked when the
-	// session is released, and nothing may be marked after that. Nak'ed
-	// messages not yet handed over again go to the partition's next owner.
+	// claim or session is released, and nothing may be marked after that.
+	// Deliveries at the sink finish first (bounded), so what reached the
+	// API is committed. Nak'ed messages not yet handed over again go to the
+	// partition's next owner.
 	defer func() {
-		w.revoke()
+		s.giveUp(topic, partition, w)
 		rq.close()
 	}()
 	var timer *time.Timer
@@ -399,6 +413,25 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	}
 }
 
+// giveUp revokes a claimed partition's watermark once the deliveries of it
+// at the sink are over, or RevokeTimeout has passed.
+func (s *Source) giveUp(topic string, partition int32, w *watermark) {
+	idle := w.beginRevoke()
+	select {
+	case <-idle:
+	default:
+		t := time.NewTimer(s.cfg.RevokeTimeout)
+		select {
+		case <-idle:
+		case <-t.C:
+			s.cfg.Logger.Warn("kafka: giving a partition up with deliveries still under way; the next owner delivers them again",
+				"group", s.cfg.Group, "topic", topic, "partition", partition, "in_flight", w.inClaim(), "waited", s.cfg.RevokeTimeout)
+		}
+		t.Stop()
+	}
+	w.revoke()
+}
+
 func convert(msg *sarama.ConsumerMessage) *pacer.Message {
 	m := &pacer.Message{
 		ID:        msg.Topic + "/" + strconv.FormatInt(int64(msg.Partition), 10) + "/" + strconv.FormatInt(msg.Offset, 10),
@@ -449,10 +482,18 @@ func (a *acker) Nak(_ context.Context, delay time.Duration) error {
 	return nil
 }
 
-// Revoked reports that the message's partition was revoked (the claim
-// ended): an Ack would be ignored and the partition's next owner reads the
-// message again (pacer.Revocable).
+// Revoked reports that the message's partition is being given up (a
+// rebalance or a stop): the partition's next owner reads the message again
+// (pacer.Revocable).
 func (a *acker) Revoked() bool { return a.w.isRevoked() }
+
+// Claim reports that the message goes to the sink now: the partition is
+// not given up before Release (bounded by Config.RevokeTimeout). False:
+// the partition is being given up, the message must not be delivered.
+func (a *acker) Claim() bool { return a.w.claim() }
+
+// Release ends Claim: the attempt is over.
+func (a *acker) Release() { a.w.release() }
 
 // Term is Ack: the message was dead-lettered, its fate is final.
 func (a *acker) Term(ctx context.Context, _ string) error { return a.Ack(ctx) }

@@ -12,18 +12,27 @@ import (
 // order (gaps allowed: compaction, transaction markers); they may be
 // finished in any order.
 //
-// After revoke, finishes are ignored: the partition belongs to another
-// session (or member), which will redeliver what was unfinished.
+// Giving the partition up has two steps. beginRevoke refuses new claims
+// (a message not yet at the sink is given back: Revoked reports true) and
+// returns a channel closed once every claimed delivery was released, so
+// what reached the API is acked and marked before the partition is
+// committed for the last time. revoke then stops all marking: later
+// finishes are ignored, the partition belongs to another session (or
+// member), which will redeliver what was unfinished.
 //
 // A watermark is safe for concurrent use.
 type watermark struct {
 	mu      sync.Mutex
 	entries []wmEntry // pending offsets in increasing order, from head
 	head    int
-	revoked atomic.Bool   // set under mu; read without it by Revoked
-	limit   int           // pending count at which add's caller waits
-	room    chan struct{} // closed and replaced when pending drops below limit
-	mark    func(next int64)
+	revoked atomic.Bool // set under mu; read without it
+	// revoking is set (under mu) by beginRevoke: no new claims.
+	revoking atomic.Bool
+	claimed  int           // deliveries claimed and not yet released
+	idle     chan struct{} // closed when revoking and claimed is 0
+	limit    int           // pending count at which add's caller waits
+	room     chan struct{} // closed and replaced when pending drops below limit
+	mark     func(next int64)
 }
 
 type wmEntry struct {
@@ -100,15 +109,63 @@ func (w *watermark) drop(off int64) {
 	}
 }
 
+// claim records a delivery under way; false once beginRevoke was called.
+func (w *watermark) claim() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.revoking.Load() {
+		return false
+	}
+	w.claimed++
+	return true
+}
+
+// release ends a claim.
+func (w *watermark) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.claimed > 0 {
+		w.claimed--
+	}
+	if w.claimed == 0 && w.idle != nil {
+		close(w.idle)
+		w.idle = nil
+	}
+}
+
+// beginRevoke refuses further claims and returns a channel closed once
+// no claimed delivery is left.
+func (w *watermark) beginRevoke() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.revoking.Store(true)
+	ch := make(chan struct{})
+	if w.claimed == 0 {
+		close(ch)
+	} else {
+		w.idle = ch
+	}
+	return ch
+}
+
+// inClaim is the number of claimed deliveries not yet released.
+func (w *watermark) inClaim() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.claimed
+}
+
 // revoke stops all further marking; later finishes are ignored.
 func (w *watermark) revoke() {
 	w.mu.Lock()
+	w.revoking.Store(true)
 	w.revoked.Store(true)
 	w.mu.Unlock()
 }
 
-// isRevoked reports whether revoke was called.
-func (w *watermark) isRevoked() bool { return w.revoked.Load() }
+// isRevoked reports whether the partition is being given up (beginRevoke
+// or revoke was called): a message not yet at the sink must not go there.
+func (w *watermark) isRevoked() bool { return w.revoking.Load() }
 
 // low is the lowest pending offset, or -1 when none is pending.
 func (w *watermark) low() int64 {

@@ -1,11 +1,12 @@
-package pacer_test
+package algorithms_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/algorithms"
 )
 
 // A worked example of Spark's PIDRateEstimator (kp 1.0, ki 0.2, kd 0.0,
@@ -25,7 +26,10 @@ import (
 //	t=5s: 10 elements in 1000ms, 5s delay: 60 - 50 - 0.2*50 = 0 -> min rate 10
 func TestPIDWorkedExample(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	p := pacer.NewPIDEstimator(time.Second, 1.0, 0.2, 0.0, 10)
+	p, err := algorithms.NewPIDEstimator(time.Second, 1.0, 0.2, 0.0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		at          time.Duration
 		n           int64
@@ -52,10 +56,27 @@ func TestPIDWorkedExample(t *testing.T) {
 
 func TestPIDDerivativeTerm(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	p := pacer.NewPIDEstimator(time.Second, 0, 0, 0.5, 1)
+	p, err := algorithms.NewPIDEstimator(time.Second, 0, 0, 0.5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p.Compute(t0.Add(time.Second), 100, time.Second, 0) // latestRate 100
 	// error = 100 - 50 = 50, dError = (50 - 0)/2s = 25; newRate = 100 - 0.5*25 = 87.5
 	if got, ok := p.Compute(t0.Add(3*time.Second), 50, time.Second, 0); !ok || got != 87.5 {
 		t.Errorf("Compute = %v, %v; want 87.5", got, ok)
+	}
+}
+
+func TestPIDEstimatorRejectsInvalidConfig(t *testing.T) {
+	for _, c := range []struct {
+		iv                  time.Duration
+		kp, ki, kd, minRate float64
+	}{
+		{0, 1, 0.2, 0, 1}, {time.Second, -1, 0, 0, 1}, {time.Second, 1, -0.1, 0, 1},
+		{time.Second, 1, 0, -1, 1}, {time.Second, 1, 0, 0, 0}, {time.Second, math.NaN(), 0, 0, 1},
+	} {
+		if _, err := algorithms.NewPIDEstimator(c.iv, c.kp, c.ki, c.kd, c.minRate); !errors.Is(err, algorithms.ErrInvalidConfig) {
+			t.Errorf("NewPIDEstimator(%v, %v, %v, %v, %v) = %v; want ErrInvalidConfig", c.iv, c.kp, c.ki, c.kd, c.minRate, err)
+		}
 	}
 }

@@ -1,6 +1,9 @@
-package pacer
+package algorithms
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // PIDEstimator is Spark Streaming's PIDRateEstimator, formula for formula:
 //
@@ -13,6 +16,10 @@ import "time"
 // Rates are events per second. The first update only records the observed
 // processing rate (it returns ok=false), as Spark does. Not safe for
 // concurrent use.
+//
+// It is a pure estimator: the caller decides when an interval ends and what
+// to do with the rate (the engine's AdaptivePID mode feeds it delivery
+// latency and queue delay and sets a RateLimiter's rate from it).
 type PIDEstimator struct {
 	Interval   time.Duration // the batch (update) interval
 	Kp, Ki, Kd float64       // Spark defaults: 1.0, 0.2, 0.0
@@ -24,13 +31,13 @@ type PIDEstimator struct {
 	latestError float64
 }
 
-// NewPIDEstimator returns an estimator; it panics on nonsensical gains,
-// as Spark's constructor requires them non-negative.
-func NewPIDEstimator(interval time.Duration, kp, ki, kd, minRate float64) *PIDEstimator {
-	if interval <= 0 || kp < 0 || ki < 0 || kd < 0 || minRate <= 0 {
-		panic("pacer: NewPIDEstimator: interval and minRate must be > 0, gains >= 0")
+// NewPIDEstimator returns an estimator. As Spark's constructor, it refuses
+// (wrapping ErrInvalidConfig) an interval or minRate <= 0 and negative gains.
+func NewPIDEstimator(interval time.Duration, kp, ki, kd, minRate float64) (*PIDEstimator, error) {
+	if interval <= 0 || !(kp >= 0) || !(ki >= 0) || !(kd >= 0) || !(minRate > 0) {
+		return nil, fmt.Errorf("%w: pid estimator: interval %v and min rate %v must be > 0, gains %v, %v, %v >= 0", ErrInvalidConfig, interval, minRate, kp, ki, kd)
 	}
-	return &PIDEstimator{Interval: interval, Kp: kp, Ki: ki, Kd: kd, MinRate: minRate, first: true, latestRate: -1, latestError: -1}
+	return &PIDEstimator{Interval: interval, Kp: kp, Ki: ki, Kd: kd, MinRate: minRate, first: true, latestRate: -1, latestError: -1}, nil
 }
 
 // Compute folds in one interval ending at now: elements processed, the

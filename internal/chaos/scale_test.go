@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/testenv"
+)
+
+// Scale-up and rolling restart (issue 14): one worker drains a backlog, two
+// more join it (1 -> 3), then each of the three is stopped with SIGTERM and
+// started again in turn, while the backlog drains. No fault at all: the API
+// must receive every message exactly once (0 lost, 0 duplicates), counted
+// at the recording server by the message's sequence number.
+
+const (
+	scaleMessages = 1500
+	// scaleLatency is the API's answer time: deliveries are at the API
+	// when a partition is given up (at 50/s, about 4 per worker).
+	scaleLatency = 80 * time.Millisecond
+	scaleShaping = `rate: 50/s
+burst: 5
+queue_size: 20
+max_in_flight: 4`
+)
+
+// scaleRolling runs the scenario with the three workers' configs and admin
+// addresses, and checks the API's record.
+func scaleRolling(t *testing.T, api *testapi.Server, cfgs, admins [3]string) {
+	t.Helper()
+	var ws [3]*worker
+	delivered := func(i int) int64 {
+		st, ok := ws[i].status()
+		if !ok {
+			return 0
+		}
+		return int64(st.Engine.Delivered)
+	}
+	start := time.Now()
+	ws[0] = startWorker(t, cfgs[0], admins[0])
+	eventually(t, 60*time.Second, "100 accepted from the first worker", func() bool { return count(api.Accepted()).unique >= 100 })
+	ws[1] = startWorker(t, cfgs[1], admins[1])
+	ws[2] = startWorker(t, cfgs[2], admins[2])
+	for i := 1; i < 3; i++ {
+		eventually(t, 60*time.Second, fmt.Sprintf("worker %d delivering after the scale-up", i), func() bool { return delivered(i) >= 10 })
+	}
+	scaled := count(api.Accepted())
+	t.Logf("scale-up 1 -> 3 done at %d unique accepted, %d repeats, %v", scaled.unique, scaled.dups, time.Since(start).Round(time.Millisecond))
+	for i := range 3 {
+		if code := ws[i].stop(t); code != 0 {
+			t.Errorf("worker %d SIGTERM: exit %d want 0", i, code)
+		}
+		ws[i] = startWorker(t, cfgs[i], admins[i])
+		eventually(t, 60*time.Second, fmt.Sprintf("worker %d delivering after its restart", i), func() bool { return delivered(i) >= 10 })
+		tl := count(api.Accepted())
+		t.Logf("worker %d restarted: %d unique accepted, %d repeats", i, tl.unique, tl.dups)
+	}
+	rolled := count(api.Accepted()).unique
+	if rolled >= scaleMessages {
+		t.Logf("the backlog drained before the rolling restart ended (%d messages)", scaleMessages)
+	}
+	eventually(t, 120*time.Second, "every message accepted", func() bool { return count(api.Accepted()).unique >= scaleMessages })
+	for i := range 3 {
+		if code := ws[i].stop(t); code != 0 {
+			t.Errorf("worker %d final SIGTERM: exit %d want 0", i, code)
+		}
+	}
+	tl := count(api.Accepted())
+	if tl.unique != scaleMessages {
+		t.Errorf("unique accepted = %d want %d (missing e.g. %v)", tl.unique, scaleMessages, tl.missing(scaleMessages))
+	}
+	if tl.dups != 0 {
+		t.Errorf("%d duplicate deliveries without any fault; want 0", tl.dups)
+	}
+	t.Logf("RESULT scale-up 1->3 and rolling restart: %d messages, unique %d, repeats %d (scaled at %d, rolled at %d), %v",
+		scaleMessages, tl.unique, tl.dups, scaled.unique, rolled, time.Since(start).Round(time.Millisecond))
+}
+
+// TestScaleUpRollingRestartKafka: three workers in one consumer group on a
+// 4-partition topic. Every join and every leave is an (eager) rebalance; a
+// partition is given up only after its deliveries at the API are acked and
+// committed, so nothing is delivered twice.
+func TestScaleUpRollingRestartKafka(t *testing.T) {
+	k := testenv.StartKafka(t)
+	topic := testenv.UniqueName(t, "scale")
+	produceKafka(t, k.Brokers(), topic, 0, scaleMessages)
+	api := testapi.New(testapi.Config{Latency: scaleLatency})
+	t.Cleanup(api.Close)
+	var cfgs, admins [3]string
+	for i := range 3 {
+		admins[i] = freeAddr(t)
+		cfgs[i] = writeFile(t, fmt.Sprintf("w%d.yaml", i), kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admins[i], scaleShaping, ""))
+	}
+	scaleRolling(t, api, cfgs, admins)
+}
+
+// TestScaleUpRollingRestartNATS: three workers sharing one durable
+// JetStream consumer.
+func TestScaleUpRollingRestartNATS(t *testing.T) {
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	publishNATS(t, js, stream+".in", 0, scaleMessages)
+	api := testapi.New(testapi.Config{Latency: scaleLatency})
+	t.Cleanup(api.Close)
+	var cfgs, admins [3]string
+	for i := range 3 {
+		admins[i] = freeAddr(t)
+		cfgs[i] = writeFile(t, fmt.Sprintf("w%d.yaml", i), natsConfig(url, stream, api.URL(), admins[i], scaleShaping, ""))
+	}
+	scaleRolling(t, api, cfgs, admins)
+}
