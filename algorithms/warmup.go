@@ -165,7 +165,23 @@ func (w *WarmUp) Cancel(now time.Time, n int) {
 	w.next = maxInst(w.st.sub(w.next, w.st.mul(min(int64(n), w.maxN))), inst{ns: t})
 }
 
-// Stored returns the permits stored at now (0: fully warm; max: cold).
+// Tokens returns the permits stored at now less what earlier grants still
+// owe: the stored permits (Stored) once they are paid for, negative while
+// the next request would wait (minus that wait times r).
+func (w *WarmUp) Tokens(now time.Time) float64 {
+	t := rel(now, w.epoch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t = max(t, w.last.t)
+	w.resync(t)
+	if ahead := w.st.sub(w.next, inst{ns: t}); (inst{}).less(ahead) {
+		return w.stored - ahead.float(w.st)/w.stable
+	}
+	return w.stored
+}
+
+// Stored returns the permits stored at now, the ramp's position (0: fully
+// warm; max: cold), whatever earlier grants still owe.
 func (w *WarmUp) Stored(now time.Time) float64 {
 	t := rel(now, w.epoch)
 	w.mu.Lock()
