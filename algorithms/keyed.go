@@ -1,8 +1,8 @@
 package algorithms
 
 import (
-	"math"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
