@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/worker"
 )
 
 // Exit codes.
@@ -178,7 +179,7 @@ func newLogger(w io.Writer, lc config.Log, level, format string) (*slog.Logger, 
 // line's text, secrets redacted) to stderr; a bad config is exit code 2.
 // validate and run both load through it, so they agree on every config.
 func loadConfig(e *env, path string) (*config.Config, error) {
-	data, err := readFile(path)
+	data, err := worker.ReadFile(path)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
@@ -187,7 +188,7 @@ func loadConfig(e *env, path string) (*config.Config, error) {
 	if err != nil && !errors.As(err, &ps) {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
-	ps = append(ps, newProblems(ps, checkParts(cfg))...)
+	ps = append(ps, newProblems(ps, worker.Check(cfg))...)
 	if len(ps) > 0 {
 		ps.Sort()
 		printProblems(e.stderr, path, data, cfg, ps)

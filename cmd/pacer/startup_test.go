@@ -95,13 +95,3 @@ drain_timeout: 5s
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 }
-
-func TestUnreachable(t *testing.T) {
-	if unreachable(fmt.Errorf("sink: %w", io.EOF)) {
-		t.Error("io.EOF counted as unreachable")
-	}
-	_, err := http.Get("http://127.0.0.1:1/")
-	if !unreachable(err) {
-		t.Errorf("connection refused not counted as unreachable: %v", err)
-	}
-}

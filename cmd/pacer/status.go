@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/worker"
 )
 
 // statusCmd prints the backlog (and, for a running worker, its state):
@@ -31,7 +31,7 @@ func (s statusCmd) Run(e *env) error {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, s.Timeout)
 	defer cancel()
-	var v statusView
+	var v worker.StatusView
 	if s.Addr != "" {
 		if err := fetchStatus(ctx, adminURL(s.Addr)+"/status", &v); err != nil {
 			return &exitError{code: exitFailure, err: fmt.Errorf("status: %w", err)}
@@ -41,7 +41,7 @@ func (s statusCmd) Run(e *env) error {
 		if err != nil {
 			return err
 		}
-		if v, err = offlineStatus(ctx, cfg); err != nil {
+		if v, err = worker.OfflineStatus(ctx, cfg); err != nil {
 			return &exitError{code: exitFailure, err: fmt.Errorf("status: %w", err)}
 		}
 	}
@@ -54,7 +54,7 @@ func (s statusCmd) Run(e *env) error {
 	return nil
 }
 
-func fetchStatus(ctx context.Context, url string, v *statusView) error {
+func fetchStatus(ctx context.Context, url string, v *worker.StatusView) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -74,34 +74,8 @@ func fetchStatus(ctx context.Context, url string, v *statusView) error {
 	return nil
 }
 
-// offlineStatus measures cfg's backlog once, read-only; the drain time
-// assumes the configured rate and no new arrivals.
-func offlineStatus(ctx context.Context, cfg *config.Config) (statusView, error) {
-	var v statusView
-	v.Source, v.Sink = cfg.Source.Type, cfg.Sink.Type
-	sh := cfg.Shaping
-	v.Configured.Rate, v.Configured.RatePerSec, v.Configured.Burst = sh.Rate.String(), sh.Rate.PerSecond(), sh.EffectiveBurst()
-	if !sh.Global.RedisURL.IsZero() {
-		v.Configured.Global = sh.Global.Rate.String() + " shared as " + sh.Global.Key
-		v.UsefulWorkers = usefulWorkers(sh.Global.Rate.PerSecond(), sh.Rate.PerSecond())
-	}
-	r, err := newBacklogReader(cfg)
-	if err != nil {
-		return v, err
-	}
-	defer r.Close()
-	b, err := r.ReadBacklog(ctx)
-	if err != nil {
-		return v, err
-	}
-	w := &backlogWatch{reader: r, rate: func() float64 { return sh.Rate.PerSecond() }}
-	w.record(b, nil)
-	v.Backlog = newBacklogView(w.snapshot(time.Now()), "")
-	return v, nil
-}
-
 // printStatus writes v for people; live says it came from a running worker.
-func printStatus(out io.Writer, v statusView, live bool) {
+func printStatus(out io.Writer, v worker.StatusView, live bool) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }

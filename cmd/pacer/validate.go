@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 )
 
 type validateCmd struct {
@@ -32,14 +31,6 @@ func (v validateCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "\n%s\n", wrap(cfg.Summary(), 78))
 	return nil
-}
-
-func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return data, nil
 }
 
 // wrap folds text at width columns on spaces.

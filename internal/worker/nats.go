@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		FilterSubject: n.FilterSubject,
 		Create:        n.CreateConsumer,
 		AckWait:       n.AckWait.D(),
-		MaxAckPending: maxAckPending(cfg.Shaping.QueueSize, cfg.Shaping.MaxInFlight, n.FetchBatch),
+		MaxAckPending: MaxAckPending(cfg.Shaping.QueueSize, cfg.Shaping.MaxInFlight, n.FetchBatch),
 		MaxDeliver:    n.MaxDeliver,
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
@@ -68,6 +68,6 @@ func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.S
 // queue + inFlight + 1.5 x batch lets the server stop delivering while the
 // engine still has room, and messages then sit unacked toward AckWait.
 // Rounded up.
-func maxAckPending(queue, inFlight, batch int) int {
+func MaxAckPending(queue, inFlight, batch int) int {
 	return queue + inFlight + batch + (batch+1)/2
 }

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -71,18 +71,17 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	w, err := newWorker(cfg, log, io.Discard, os.LookupEnv)
+	w, err := New(cfg, log, io.Discard, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	if w.global == nil || w.globalKeyed == nil {
 		t.Fatalf("global %v, global per-key %v: want both Redis limiters", w.global, w.globalKeyed)
 	}
 
-	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, lookup: os.LookupEnv}
 	write("budget", 5, 3)
-	w.reload(e, path)
+	w.Reload(path, os.LookupEnv)
 	ctx := context.Background()
 	if got, _, err := w.global.Take(ctx, nil, 100, false); err != nil || got > 5 {
 		t.Errorf("after reloading global burst 100 -> 5: a fresh bucket granted %d (err %v), want <= 5", got, err)
@@ -98,7 +97,7 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 	}
 
 	write("other", 7, 3) // a new budget name needs new limiters: not applied
-	w.reload(e, path)
+	w.Reload(path, os.LookupEnv)
 	if g := w.cfg.Shaping.Global; g.Key != "budget" || g.Burst != 5 {
 		t.Errorf("a key change was applied live (key %q burst %d); want it kept for a restart", g.Key, g.Burst)
 	}
@@ -129,7 +128,7 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	st := w.status().(statusView)
+	st := w.status().(StatusView)
 	if st.GlobalMode != "redis" || st.Redis["global"].Mode != "redis" || st.Redis["per_key"].Mode != "redis" || st.Redis["global"].Calls != 1 {
 		t.Errorf("/status global mode %q, redis %+v: want mode redis for both limiters and 1 global call", st.GlobalMode, st.Redis)
 	}
@@ -246,11 +245,11 @@ func TestRedisFailClosedNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
-	w, err := newWorker(cfg, slog.New(slog.DiscardHandler), io.Discard, os.LookupEnv)
+	w, err := New(cfg, slog.New(slog.DiscardHandler), io.Discard, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	if err := w.ready(context.Background()); err == nil || strings.Contains(err.Error(), "Redis") {
 		t.Errorf("ready with Redis up = %v, want only the engine's state", err)
 	}
@@ -263,7 +262,7 @@ func TestRedisFailClosedNotReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "shaping.global: Redis is failing and the policy is closed") {
 		t.Errorf("ready while Redis is down = %v, want the fail-closed global limit named", err)
 	}
-	if st := w.status().(statusView); st.GlobalMode != "fail-closed" || st.Redis["global"].Errors == 0 {
+	if st := w.status().(StatusView); st.GlobalMode != "fail-closed" || st.Redis["global"].Errors == 0 {
 		t.Errorf("/status global mode %q, redis %+v: want fail-closed with errors counted", st.GlobalMode, st.Redis)
 	}
 	mfs, err := w.reg.Gather()

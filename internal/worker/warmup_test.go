@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestWarmupAfterStartUpOnly(t *testing.T) {
 		s := config.Default().Shaping
 		s.Rate, s.Burst, s.Warmup = config.MustRate("100/s"), 100, config.Duration(10*time.Second)
 		s.WarmupAfterIdle = afterIdle
-		sh, err := localShaping(s, t0)
+		sh, err := LocalShaping(s, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package main
+package simulate
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/chart"
 	"github.com/pacer-dev/pacer/internal/config"
 )
 
@@ -191,9 +192,9 @@ type simMsg struct {
 
 // tenantPanels charts each tenant's admissions (fair, a stream per
 // tenant) and its p99 wait in every mode.
-func tenantPanels(ts []simTenant, runs []*tenantRun, s config.Shaping) []panel {
-	palette := []color.RGBA{colBacklog, colAdmitted, colDelivered, colIncoming}
-	var rate, wait []series
+func tenantPanels(ts []simTenant, runs []*tenantRun, s config.Shaping) []chart.Panel {
+	palette := []color.RGBA{chart.ColBacklog, chart.ColAdmitted, chart.ColDelivered, chart.ColIncoming}
+	var rate, wait []chart.Series
 	for ri, r := range runs {
 		if ri == 1 {
 			continue // fair on one stream: the summary says it; it blocks like FIFO
@@ -209,17 +210,17 @@ func tenantPanels(ts []simTenant, runs []*tenantRun, s config.Shaping) []panel {
 			}
 			c := palette[len(wait)%len(palette)]
 			if len(ts) > 2 || i > 0 { // two tenants: the small one's wait (the first is the noisy one)
-				wait = append(wait, series{name: fmt.Sprintf("%s, %s", t.name, r.mode), color: c, x: x, y: y, dash: !strings.HasPrefix(r.mode, "fair")})
+				wait = append(wait, chart.Series{Name: fmt.Sprintf("%s, %s", t.name, r.mode), Color: c, X: x, Y: y, Dash: !strings.HasPrefix(r.mode, "fair")})
 			}
 			if ri == 3 {
-				rate = append(rate, series{name: t.name + " admitted", color: palette[i%len(palette)], x: x, y: a})
+				rate = append(rate, chart.Series{Name: t.name + " admitted", Color: palette[i%len(palette)], X: x, Y: a})
 			}
 		}
 	}
-	return []panel{
-		{title: fmt.Sprintf("pacer simulate: %d tenants sharing %s, fairness on (a stream per tenant)", len(ts), s.Rate), xlabel: "time (s)", ylabel: "admitted / s",
-			hlines: []hline{{y: s.Rate.PerSecond(), label: "rate " + s.Rate.String(), color: colLimit}}, lines: rate},
-		{title: "queue wait p99 per tenant, by arrival time: FIFO (dashed) vs fair", xlabel: "arrival time (s)", ylabel: "milliseconds (log scale)", logY: true, lines: wait},
+	return []chart.Panel{
+		{Title: fmt.Sprintf("pacer simulate: %d tenants sharing %s, fairness on (a stream per tenant)", len(ts), s.Rate), XLabel: "time (s)", YLabel: "admitted / s",
+			HLines: []chart.HLine{{Y: s.Rate.PerSecond(), Label: "rate " + s.Rate.String(), Color: chart.ColLimit}}, Lines: rate},
+		{Title: "queue wait p99 per tenant, by arrival time: FIFO (dashed) vs fair", XLabel: "arrival time (s)", YLabel: "milliseconds (log scale)", LogY: true, Lines: wait},
 	}
 }
 
@@ -256,28 +257,28 @@ func parseTenants(specs []string) ([]simTenant, error) {
 	return ts, nil
 }
 
-// runTenants is simulate with --tenant: both modes, one chart, one summary.
-func (s simulateCmd) runTenants(e *env, cfg *config.Config, start time.Time) error {
-	ts, err := parseTenants(s.Tenant)
+// runTenants is Run with tenants: every mode, one chart, one summary.
+func runTenants(sh config.Shaping, o Options, out io.Writer) error {
+	ts, err := parseTenants(o.Tenants)
 	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+		return &UsageError{err}
 	}
-	if err := os.MkdirAll(s.Out, 0o755); err != nil {
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
-	runs, err := simulateTenants(cfg.Shaping, ts, s.Bucket, start)
+	runs, err := simulateTenants(sh, ts, o.Bucket, o.Start)
 	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+		return &UsageError{err}
 	}
 	var charts []string
 	for _, ext := range []string{"png", "svg"} {
-		p := filepath.Join(s.Out, "tenants."+ext)
-		if err := writeChart(p, tenantPanels(ts, runs, cfg.Shaping)); err != nil {
+		p := filepath.Join(o.Out, "tenants."+ext)
+		if err := chart.Write(p, tenantPanels(ts, runs, sh)); err != nil {
 			return err
 		}
 		charts = append(charts, p)
 	}
-	tenantSummary(e.stdout, ts, runs, cfg.Shaping)
-	fmt.Fprintf(e.stdout, "wrote %s\n", strings.Join(charts, ", "))
+	tenantSummary(out, ts, runs, sh)
+	fmt.Fprintf(out, "wrote %s\n", strings.Join(charts, ", "))
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // (logs, /status, /readyz): it masks URL credentials and query values
 // everywhere, and the literal value of every secret field of cfg (and the
 // password inside a secret that is a URL or DSN).
-func newRedactor(cfg *config.Config) *redact.Redactor {
+func NewRedactor(cfg *config.Config) *redact.Redactor {
 	return redact.New(secretsOf(cfg)...)
 }
 
@@ -75,7 +75,7 @@ func secretsOf(cfg *config.Config) []string {
 // logger print through log (so log.format: json stays JSON, and redaction
 // applies). These libraries only offer process-wide loggers; main owns the
 // process, so it sets them once per run.
-func routeLibraryLoggers(log *slog.Logger) {
+func RouteLibraryLoggers(log *slog.Logger) {
 	goredis.SetLogger(redisLogger{log})
 	sarama.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 	stdlog.SetFlags(0)

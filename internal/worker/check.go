@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // config goes, and files the worker writes (the dead-letter file) are left
 // to run, since validate may run on another machine. validate and run both call it (through loadConfig), so they
 // agree on every config.
-func checkParts(cfg *config.Config) config.Problems {
+func Check(cfg *config.Config) config.Problems {
 	var ps config.Problems
 	add := func(path string, err error) {
 		pos := cfg.Where(path)
@@ -121,7 +121,7 @@ func checkParts(cfg *config.Config) config.Problems {
 		add("shaping", err)
 		return ps
 	}
-	sh, err := localShaping(cfg.Shaping, time.Now())
+	sh, err := LocalShaping(cfg.Shaping, time.Now())
 	if err != nil {
 		add("shaping", err)
 		return ps

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -121,7 +121,7 @@ func (b *backlogWatch) lastError() string {
 }
 
 // backlogView is the backlog in /status and `pacer status`.
-type backlogView struct {
+type BacklogView struct {
 	Messages   int64                `json:"messages"`
 	Pending    int64                `json:"pending"`
 	AckPending int64                `json:"ack_pending"`
@@ -139,8 +139,8 @@ type backlogView struct {
 	LastError    string    `json:"last_error,omitempty"`
 }
 
-func newBacklogView(s metrics.BacklogSnapshot, lastErr string) *backlogView {
-	v := &backlogView{Errors: s.Errors, LastError: lastErr}
+func newBacklogView(s metrics.BacklogSnapshot, lastErr string) *BacklogView {
+	v := &BacklogView{Errors: s.Errors, LastError: lastErr}
 	b := s.Backlog
 	if b.At.IsZero() {
 		v.Drain = "unknown"
@@ -148,11 +148,11 @@ func newBacklogView(s metrics.BacklogSnapshot, lastErr string) *backlogView {
 	}
 	v.Messages, v.Pending, v.AckPending, v.Partitions, v.MeasuredAt = b.Messages, b.Pending, b.AckPending, b.Partitions, b.At.UTC()
 	if age := b.OldestAge(s.Now); age > 0 {
-		v.OldestAge, v.OldestAgeSeconds = roundDuration(age).String(), age.Seconds()
+		v.OldestAge, v.OldestAgeSeconds = RoundDuration(age).String(), age.Seconds()
 	}
 	if s.Draining {
 		secs := s.Drain.Seconds()
-		v.Drain, v.DrainSeconds = roundDuration(s.Drain).String(), &secs
+		v.Drain, v.DrainSeconds = RoundDuration(s.Drain).String(), &secs
 	} else {
 		v.Drain = "never (not shrinking)"
 	}
@@ -160,7 +160,7 @@ func newBacklogView(s metrics.BacklogSnapshot, lastErr string) *backlogView {
 }
 
 // roundDuration keeps two significant units: 1h23m, 4m5s, 1.2s.
-func roundDuration(d time.Duration) time.Duration {
+func RoundDuration(d time.Duration) time.Duration {
 	switch {
 	case d >= time.Hour:
 		return d.Round(time.Minute)
@@ -180,4 +180,31 @@ func usefulWorkers(global, local float64) int {
 		return 0
 	}
 	return int(math.Ceil(global/local - 1e-9))
+}
+
+// OfflineStatus measures cfg's backlog once, read-only (no group is
+// joined, nothing is committed or acked); the drain time assumes the
+// configured rate and no new arrivals.
+func OfflineStatus(ctx context.Context, cfg *config.Config) (StatusView, error) {
+	var v StatusView
+	v.Source, v.Sink = cfg.Source.Type, cfg.Sink.Type
+	sh := cfg.Shaping
+	v.Configured.Rate, v.Configured.RatePerSec, v.Configured.Burst = sh.Rate.String(), sh.Rate.PerSecond(), sh.EffectiveBurst()
+	if !sh.Global.RedisURL.IsZero() {
+		v.Configured.Global = sh.Global.Rate.String() + " shared as " + sh.Global.Key
+		v.UsefulWorkers = usefulWorkers(sh.Global.Rate.PerSecond(), sh.Rate.PerSecond())
+	}
+	r, err := newBacklogReader(cfg)
+	if err != nil {
+		return v, err
+	}
+	defer r.Close()
+	b, err := r.ReadBacklog(ctx)
+	if err != nil {
+		return v, err
+	}
+	w := &backlogWatch{reader: r, rate: func() float64 { return sh.Rate.PerSecond() }}
+	w.record(b, nil)
+	v.Backlog = newBacklogView(w.snapshot(time.Now()), "")
+	return v, nil
 }

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -51,12 +51,12 @@ func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := newWorker(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard, os.LookupEnv)
+	w, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
-	stopAdmin, addr, err := w.serveAdminAt("127.0.0.1:0", "", slog.New(slog.DiscardHandler))
+	defer w.Close()
+	stopAdmin, addr, err := w.ServeAdminAt("127.0.0.1:0", "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import "testing"
 
@@ -9,7 +9,7 @@ func TestMaxAckPendingCoversClientSideBound(t *testing.T) {
 		{10, 2, 3, 17}, // 4.5 -> 5
 		{0, 0, 64, 96},
 	} {
-		got := maxAckPending(c.queue, c.inFlight, c.batch)
+		got := MaxAckPending(c.queue, c.inFlight, c.batch)
 		if got != c.want {
 			t.Errorf("maxAckPending(%d, %d, %d) = %d want %d", c.queue, c.inFlight, c.batch, got, c.want)
 		}

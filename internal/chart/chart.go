@@ -1,4 +1,6 @@
-package main
+// Package chart draws the line charts of `pacer demo` and `pacer simulate`
+// (PNG or SVG, panels stacked on one time axis).
+package chart
 
 import (
 	"fmt"
@@ -15,43 +17,45 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// series is one line of a chart.
-type series struct {
-	name  string
-	color color.RGBA
-	x, y  []float64
-	dash  bool
+// Series is one line of a chart.
+type Series struct {
+	Name  string
+	Color color.RGBA
+	X, Y  []float64
+	Dash  bool
 }
 
-// panel is one plot of a chart.
-type panel struct {
-	title, xlabel, ylabel string
-	lines                 []series
-	// hlines draw dashed horizontal reference lines (limits), each with its
+// Panel is one plot of a chart.
+type Panel struct {
+	Title, XLabel, YLabel string
+	Lines                 []Series
+	// HLines draw dashed horizontal reference lines (limits), each with its
 	// legend label; a value <= 0 is left out.
-	hlines []hline
-	// logY draws the y axis on a log scale, so a spike of thousands and a
+	HLines []HLine
+	// LogY draws the y axis on a log scale, so a spike of thousands and a
 	// paced line of tens both stay readable. Values below 1 (no traffic)
 	// cannot be drawn there: the line has a gap, never a fake 1/s.
-	logY bool
+	LogY bool
 }
 
-// hline is a horizontal reference line.
-type hline struct {
-	y     float64
-	label string
-	color color.RGBA
+// HLine is a horizontal reference line.
+type HLine struct {
+	Y     float64
+	Label string
+	Color color.RGBA
 }
 
+// The colours the charts share: incoming, admitted, delivered, queued,
+// backlogged traffic and the reference lines.
 var (
-	colIncoming  = color.RGBA{R: 0xd9, G: 0x82, B: 0x2b, A: 0xff}
-	colAdmitted  = color.RGBA{R: 0x2b, G: 0x7b, B: 0xd9, A: 0xff}
-	colDelivered = color.RGBA{R: 0x2b, G: 0xa8, B: 0x4a, A: 0xff}
-	colQueue     = color.RGBA{R: 0x77, G: 0x77, B: 0x77, A: 0xff}
-	colBacklog   = color.RGBA{R: 0xb0, G: 0x30, B: 0x60, A: 0xff}
-	colLimit     = color.RGBA{R: 0xc0, G: 0x20, B: 0x20, A: 0xff}
-	colPeak      = color.RGBA{R: 0x80, G: 0x30, B: 0xa0, A: 0xff}
-	colAPI       = color.RGBA{R: 0x20, G: 0x20, B: 0x20, A: 0xff}
+	ColIncoming  = color.RGBA{R: 0xd9, G: 0x82, B: 0x2b, A: 0xff}
+	ColAdmitted  = color.RGBA{R: 0x2b, G: 0x7b, B: 0xd9, A: 0xff}
+	ColDelivered = color.RGBA{R: 0x2b, G: 0xa8, B: 0x4a, A: 0xff}
+	ColQueue     = color.RGBA{R: 0x77, G: 0x77, B: 0x77, A: 0xff}
+	ColBacklog   = color.RGBA{R: 0xb0, G: 0x30, B: 0x60, A: 0xff}
+	ColLimit     = color.RGBA{R: 0xc0, G: 0x20, B: 0x20, A: 0xff}
+	ColPeak      = color.RGBA{R: 0x80, G: 0x30, B: 0xa0, A: 0xff}
+	ColAPI       = color.RGBA{R: 0x20, G: 0x20, B: 0x20, A: 0xff}
 )
 
 // segments splits a line into the runs of points that can be drawn: on a
@@ -140,17 +144,17 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// writeChart draws the panels stacked vertically into path, on one shared
+// Write draws the panels stacked vertically into path, on one shared
 // time axis; the format follows the extension (.png or .svg).
-func writeChart(path string, panels []panel) error {
+func Write(path string, panels []Panel) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	if format != "png" && format != "svg" {
 		return fmt.Errorf("chart %s: want a .png or .svg file", path)
 	}
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for _, pn := range panels {
-		for _, s := range pn.lines {
-			for _, x := range s.x {
+		for _, s := range pn.Lines {
+			for _, x := range s.X {
 				xmin, xmax = min(xmin, x), max(xmax, x)
 			}
 		}
@@ -189,44 +193,44 @@ func writeChart(path string, panels []panel) error {
 	return f.Close()
 }
 
-// drawPanel builds one panel's plot over [xmin, xmax]. The y axis leaves
+// drawPanel builds one Panel's plot over [xmin, xmax]. The y axis leaves
 // headroom above the data for the legend (top left), so the legend never
 // covers a line.
-func drawPanel(pn panel, xmin, xmax float64) (*plot.Plot, error) {
+func drawPanel(pn Panel, xmin, xmax float64) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = pn.title
-	p.X.Label.Text = pn.xlabel
-	p.Y.Label.Text = pn.ylabel
+	p.Title.Text = pn.Title
+	p.X.Label.Text = pn.XLabel
+	p.Y.Label.Text = pn.YLabel
 	p.X.Min, p.X.Max = xmin, xmax
 	p.X.Tick.Marker = niceTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Millimeter, -vg.Millimeter
 	p.Add(plotter.NewGrid())
 	ymax := 0.0
-	for _, s := range pn.lines {
-		for _, y := range s.y {
+	for _, s := range pn.Lines {
+		for _, y := range s.Y {
 			if !math.IsInf(y, 0) && !math.IsNaN(y) {
 				ymax = max(ymax, y)
 			}
 		}
 	}
-	for _, h := range pn.hlines {
-		ymax = max(ymax, h.y)
+	for _, h := range pn.HLines {
+		ymax = max(ymax, h.Y)
 	}
 	entries := 0
-	for _, s := range pn.lines {
-		if len(s.x) == 0 {
+	for _, s := range pn.Lines {
+		if len(s.X) == 0 {
 			continue
 		}
 		style := func(l *plotter.Line) {
-			l.Color = s.color
+			l.Color = s.Color
 			l.Width = vg.Points(1.5)
-			if s.dash {
+			if s.Dash {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}
 		}
 		var first *plotter.Line
-		for _, seg := range segments(s.x, s.y, pn.logY) {
+		for _, seg := range segments(s.X, s.Y, pn.LogY) {
 			l, err := plotter.NewLine(seg)
 			if err != nil {
 				return nil, fmt.Errorf("chart: %w", err)
@@ -241,25 +245,25 @@ func drawPanel(pn panel, xmin, xmax float64) (*plot.Plot, error) {
 			first = &plotter.Line{}
 			style(first)
 		}
-		p.Legend.Add(s.name, first)
+		p.Legend.Add(s.Name, first)
 		entries++
 	}
-	for _, h := range pn.hlines {
-		if h.y <= 0 {
+	for _, h := range pn.HLines {
+		if h.Y <= 0 {
 			continue
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: h.y}, {X: xmax, Y: h.y}})
+		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: h.Y}, {X: xmax, Y: h.Y}})
 		if err != nil {
 			return nil, fmt.Errorf("chart: %w", err)
 		}
-		l.Color = h.color
+		l.Color = h.Color
 		l.Width = vg.Points(1)
 		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(l)
-		p.Legend.Add(h.label, l)
+		p.Legend.Add(h.Label, l)
 		entries++
 	}
-	if pn.logY {
+	if pn.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks{}
 		p.Y.Min = 1

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // span it put in the delivery context. None when tracing is off. The
 // tracer provider is flushed and stopped with the worker.
 func tracingHooks(cfg *config.Config, m *metrics.Prometheus, lookup func(string) (string, bool), cl *closers) (pacer.Hooks, error) {
-	tp, err := telemetry.New(context.Background(), cfg.Telemetry.Tracing, lookup, version)
+	tp, err := telemetry.New(context.Background(), cfg.Telemetry.Tracing, lookup, Version)
 	if err != nil || tp == nil {
 		return nil, err
 	}

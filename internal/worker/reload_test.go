@@ -1,7 +1,6 @@
-package main
+package worker
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -49,19 +48,18 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	w, err := newWorker(cfg, log, io.Discard, os.LookupEnv)
+	w, err := New(cfg, log, io.Discard, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
-	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, lookup: os.LookupEnv}
+	defer w.Close()
 	before := w.shaping.Quotas
 	if len(before) != 3 {
 		t.Fatalf("%d shaping limiters, want 2 quotas + warm-up", len(before))
 	}
 
 	write("10/s", "200/h") // only the hourly quota changes
-	w.reload(e, path)
+	w.Reload(path, os.LookupEnv)
 	after := w.shaping.Quotas
 	if len(after) != 3 || after[0] != before[0] || after[1] == before[1] || after[2] != before[2] {
 		t.Errorf("reload: daily kept %v, hourly rebuilt %v, warm-up kept %v (want true, true, true)",
@@ -72,17 +70,17 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 	}
 
 	write("10/s", "nonsense")
-	w.reload(e, path)
+	w.Reload(path, os.LookupEnv)
 	if w.reloads != 1 || w.shaping.Quotas[1] != after[1] || !strings.Contains(logs.String(), "reload failed; keeping the current settings") {
 		t.Errorf("a bad reload changed something (reloads %d) or was not logged:\n%s", w.reloads, logs.String())
 	}
 
 	write("20/s", "200/h") // a new rate: still inside the warm-up hour, so a new warm-up
-	w.reload(e, path)
+	w.Reload(path, os.LookupEnv)
 	if got := w.shaping.Quotas; len(got) != 3 || got[0] != before[0] || got[2] == before[2] {
 		t.Errorf("rate change: daily kept %v, warm-up rebuilt %v", got[0] == before[0], len(got) == 3 && got[2] != before[2])
 	}
-	if st := w.status().(statusView); st.Configured.Rate != "20/s" || st.Engine.ConfiguredRate != 20 {
+	if st := w.status().(StatusView); st.Configured.Rate != "20/s" || st.Engine.ConfiguredRate != 20 {
 		t.Errorf("status after reload: %+v / %v", st.Configured, st.Engine.ConfiguredRate)
 	}
 }
@@ -105,20 +103,19 @@ func TestReloadLogsOnce(t *testing.T) {
 	}
 	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
 	var logs strings.Builder
-	w, err := newWorker(cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, os.LookupEnv)
+	w, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
-	e := &env{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, lookup: os.LookupEnv}
+	defer w.Close()
 	count := func(s string) int { return strings.Count(logs.String(), s) }
 
-	w.reload(e, path) // unchanged
+	w.Reload(path, os.LookupEnv) // unchanged
 	if n, r := count("reloaded"), count("rate changed"); n != 1 || r != 0 {
 		t.Errorf("same file: %d reload lines and %d rate changes logged, want 1 and 0:\n%s", n, r, logs.String())
 	}
 	write("20/s")
-	w.reload(e, path)
+	w.Reload(path, os.LookupEnv)
 	if n := count("reloaded"); n != 2 || !strings.Contains(logs.String(), "reloaded\" rate=20/s") || count("from=20 to=20")+count("from=10 to=10") != 0 {
 		t.Errorf("new rate: %d reload lines, want 2, the second at 20/s, and no change from a rate to itself:\n%s", n, logs.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"cmp"
@@ -40,7 +40,7 @@ func buildQuota(q config.Quota, now time.Time) (algorithms.Limiter, error) {
 
 // localShaping builds the engine's shaping from the config, without the
 // global (Redis) limiter, which the caller adds and keeps across reloads.
-func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
+func LocalShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 	sh := pacer.Shaping{
 		Rate:       s.Rate.Rate,
 		Burst:      s.EffectiveBurst(),

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func unreachable(err error) bool {
 // configured, answers /healthz 200, /readyz 503 with the reason and
 // /status with the state "starting". It returns nil, nil when ctx ends
 // first (a stop before the start), and at once on any other error.
-func startWorker(ctx context.Context, a config.Admin, log *slog.Logger, build func() (*worker, error)) (*worker, error) {
+func Start(ctx context.Context, a config.Admin, log *slog.Logger, build func() (*Worker, error)) (*Worker, error) {
 	var mu sync.Mutex
 	why := "connecting"
 	var stop func()
