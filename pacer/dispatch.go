@@ -13,10 +13,11 @@ type nextStatus uint8
 const (
 	gotItem nextStatus = iota
 	timedOut
-	done // ctx done, or a finished source and nothing held
+	done    // ctx done, or a finished source and nothing held
+	retired // idle for the retire period (see crew)
 )
 
-// worker is one of MaxInFlight goroutines. Each takes work itself (a due
+// worker is one of at most MaxInFlight goroutines (see crew). Each takes work itself (a due
 // retry or a freed key's message first, then the queue when a slot is
 // free), forms a batch, admits it through the Retry-After gate and the
 // shaper, delivers it and settles it. There is no central admission
@@ -26,7 +27,11 @@ const (
 // worker at a time waits on the shaper (admitSem), so a token is never
 // raced for by a herd of sleepers, and a batch is formed by one worker at
 // a time (takeSem).
-func (e *Engine) worker(ctx context.Context) {
+func (e *Engine) worker(ctx context.Context, anchor bool) {
+	retireAfter := workerIdle
+	if anchor {
+		retireAfter = 0
+	}
 	sl := newSleeper(e.clock)
 	defer sl.stop()
 	n := e.cfg.BatchSize
@@ -37,26 +42,37 @@ func (e *Engine) worker(ctx context.Context) {
 	// With batching, or key ordering (keys must be claimed in the order the
 	// queue hands messages over), one worker at a time takes from the queue.
 	serial := n > 1 || e.keys != nil
-	for {
+	for first := true; ; first = false {
+		if !first {
+			e.crew.idle.Add(1)
+		}
 		if serial {
 			select {
 			case e.takeSem <- struct{}{}:
 			case <-ctx.Done():
+				e.crew.idle.Add(-1)
 				return
 			}
 		}
-		it, st := e.next(ctx, sl, time.Time{})
+		it, st := e.next(ctx, sl, time.Time{}, retireAfter)
+		e.crew.idle.Add(-1)
 		if st != gotItem {
 			if serial {
 				<-e.takeSem
 			}
+			if st == retired && !e.retire() {
+				continue
+			}
 			return
+		}
+		if e.queued() > 0 {
+			e.spawn() // more waits: a helper, if nobody is idle
 		}
 		grp = append(grp[:0], it)
 		if n > 1 {
 			deadline := e.clock.Now().Add(e.cfg.BatchLinger)
 			for len(grp) < n {
-				it, st := e.next(ctx, sl, deadline)
+				it, st := e.next(ctx, sl, deadline, 0)
 				if st != gotItem {
 					break
 				}
@@ -117,7 +133,14 @@ func (e *Engine) worker(ctx context.Context) {
 // slot before it may receive from the queue, and the message keeps it until
 // it is settled (retries included), so concurrent workers can never take
 // more than MaxInFlight*BatchSize messages between them.
-func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
+//
+// With retireAfter > 0, a worker that found nothing for that long (and
+// holds no retry timer) returns retired.
+func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
+	var retireAt time.Time
+	if retireAfter > 0 {
+		retireAt = e.clock.Now().Add(retireAfter)
+	}
 	for {
 		var due time.Time
 		if e.ready.len() > 0 {
@@ -162,6 +185,9 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
 			wake = deadline
 		}
+		if !retireAt.IsZero() && !owner && (wake.IsZero() || retireAt.Before(wake)) {
+			wake = retireAt
+		}
 		var tc <-chan time.Time
 		if !wake.IsZero() {
 			tc = sl.arm(wake.Sub(e.clock.Now()))
@@ -185,8 +211,11 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		case <-e.finished:
 			st = done
 		case <-tc:
-			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
+			now := e.clock.Now()
+			if !deadline.IsZero() && !now.Before(deadline) {
 				st = timedOut
+			} else if !retireAt.IsZero() && !owner && !now.Before(retireAt) {
+				st = retired
 			}
 		case <-ctx.Done():
 			st = done

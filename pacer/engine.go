@@ -41,6 +41,7 @@ type Engine struct {
 	brk   *breaker // nil: Breaker.Disabled
 	flog  failureLog
 
+	crew        crew          // the workers, started as work appears
 	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
 	fair        *fairQueue    // Fairness or Priority: the queue in fair order
 	fairBytes   atomic.Int64  // with fair and QueueBytes: payload bytes queued
@@ -125,6 +126,7 @@ func New(cfg Config) (*Engine, error) {
 	} else {
 		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
 	}
+	e.crew.max = int64(cfg.MaxInFlight)
 	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.ready.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
@@ -384,17 +386,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopState := e.startState(base) // restore before the first admission
 	e.warmSink(ctx)                 // connections ready before the first admission
 
-	var workers sync.WaitGroup
-	for range e.cfg.MaxInFlight {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			e.worker(loopCtx)
-		}()
-	}
+	e.crew.start(e, loopCtx)
 	workersDone := make(chan struct{})
 	go func() {
-		workers.Wait()
+		e.crew.wg.Wait()
 		close(workersDone)
 	}()
 	srcErrc := make(chan error, 1)
@@ -424,6 +419,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.state.Store(stateStopping)
 	e.stopOnce.Do(func() { close(e.stopping) })
 	e.pause.set(PauseStopping)
+	e.crew.stop()
 	srcCancel()
 	loopCancel()
 	sl := newSleeper(e.clock)
