@@ -589,7 +589,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 	if a := m.Acker; a != nil {
 		var err error
 		switch kind {
-		case SettledAck:
+		case SettledAck, SettledDeferred:
 			err = a.Ack(e.settleCtx)
 		case SettledTerm:
 			ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
@@ -605,7 +605,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 		}
 	}
 	switch kind {
-	case SettledAck:
+	case SettledAck, SettledDeferred:
 		e.stats.acked.Add(1)
 	case SettledTerm:
 		e.stats.termed.Add(1)

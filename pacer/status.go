@@ -29,6 +29,9 @@ type Status struct {
 	// FairShareWaits counts deliveries (with Fairness) that waited because
 	// their key held its MaxShare of the queue: a hot key held back.
 	FairShareWaits uint64 `json:"fair_share_waits,omitempty"`
+	// FairDeferred counts messages republished to the fairness overflow
+	// (Fairness.Defer) because their key held its share.
+	FairDeferred uint64 `json:"fair_deferred,omitempty"`
 	// Breaker is the systemic-failure breaker; Held counts messages it
 	// kept back from the dead-letter path.
 	Breaker BreakerStatus `json:"breaker"`
@@ -100,6 +103,7 @@ func (e *Engine) Status() Status {
 	}
 	if e.fair != nil {
 		s.FairShareWaits = e.fair.blocked.Load()
+		s.FairDeferred = e.fair.nDefer.Load()
 	}
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true
