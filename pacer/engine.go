@@ -247,8 +247,9 @@ func (e *Engine) ClearPause() bool {
 	now := e.clock.Now()
 	was := e.ctrl.clearGate(now)
 	if was {
-		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause())
 		e.pause.clear(PauseRetryAfter)
+		n := e.ready.dueNow(now, false) // retries the pause delayed go now too
+		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause(), "retries_due_now", n)
 		e.wakeShaper()
 	}
 	return was
