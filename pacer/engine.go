@@ -274,7 +274,7 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	if noBucket || e.cfg.Rate == (algorithms.Rate{}) {
 		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
 	}
-	if peak != (algorithms.Rate{}) && r.PerSecond() > peak.PerSecond() {
+	if peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
 		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
 	e.ctrl.setCeiling(r, now)
