@@ -83,7 +83,7 @@ func (e *Engine) spawn() {
 func (e *Engine) retire() bool {
 	c := &e.crew
 	c.running.Add(-1)
-	if e.queued() == 0 && e.ready.len() == 0 {
+	if e.queued() == 0 && e.delayed.len() == 0 {
 		return true
 	}
 	for {

@@ -77,7 +77,7 @@ func (e *Engine) Status() Status {
 		InFlight:       e.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
 		Workers:        int(e.crew.running.Load()),
-		Retrying:       e.ready.len(),
+		Retrying:       e.delayed.len(),
 		Pauses:         e.pause.pauses.Load(),
 
 		Consumed:         e.stats.consumed.Load(),
