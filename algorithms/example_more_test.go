@@ -41,11 +41,11 @@ func ExampleLeakyPacer() {
 // LeakyMeter polices: what does not fit is refused, never delayed.
 func ExampleLeakyMeter() {
 	m, _ := algorithms.NewLeakyMeter(algorithms.LeakyMeterConfig{Rate: algorithms.PerSecond(1), Capacity: 2}, ex0)
-	fmt.Println(m.Allow(ex0, 2), m.Allow(ex0, 1), m.Level(ex0))
+	fmt.Println(m.Allow(ex0, 2), m.Allow(ex0, 1), m.Tokens(ex0))
 	wait, ok := m.Reserve(ex0, 1)
 	fmt.Println(wait, ok)
 	// Output:
-	// true false 2
+	// true false 0
 	// 1s false
 }
 

@@ -105,3 +105,42 @@ func (p *pauser) clearLocked(r PauseReason) {
 		h.OnPaused(now != 0, now)
 	}
 }
+
+// pauseFull pauses the source for a full queue. The reason is published
+// before the length is read, so the admission loop, which checks the reason
+// after every receive, cannot miss it and leave the source paused over an
+// empty queue.
+func (e *Engine) pauseFull() {
+	p := &e.pause
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := PauseReason(p.reasons.Load())
+	if old&PauseQueueFull != 0 {
+		return
+	}
+	p.reasons.Store(uint32(old | PauseQueueFull))
+	if !e.queueFull() {
+		p.reasons.Store(uint32(old))
+		return
+	}
+	if old == 0 {
+		p.pauses.Add(1)
+		p.src.Pause()
+	}
+	for _, h := range p.hooks {
+		h.OnPaused(true, old|PauseQueueFull)
+	}
+}
+
+// dequeued runs in the admission loop after each receive from the queue.
+func (e *Engine) dequeued() {
+	p := &e.pause
+	if !p.has(PauseQueueFull) || !e.queueLow() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.queueLow() {
+		p.clearLocked(PauseQueueFull)
+	}
+}
