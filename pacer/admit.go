@@ -1,5 +1,8 @@
 package pacer
 
+// A message's life, step 3: admission through the Retry-After gate and
+// the shaper (shaper.go, shape_*.go).
+
 import (
 	"context"
 	"time"
@@ -98,14 +101,5 @@ func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	}
 	for _, h := range e.hooks.admitted {
 		h.OnAdmitted(len(grp), now.Sub(asked))
-	}
-}
-
-func (e *Engine) sleep(ctx context.Context, sl *sleeper, d time.Duration) bool {
-	select {
-	case <-sl.arm(d):
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

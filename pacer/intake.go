@@ -1,5 +1,8 @@
 package pacer
 
+// A message's life, step 1: the source hands it over (deliverFunc) and
+// it enters the queue (queue.go), pausing the source when full (pause.go).
+
 import (
 	"context"
 )

@@ -1,5 +1,9 @@
 package pacer
 
+// A message's life, step 2: a worker takes it, from the delay queue
+// (delayqueue.go) or, holding a slot, from the queue; with OrderKey a busy
+// key parks it (ordering.go).
+
 import (
 	"context"
 	"time"
@@ -25,12 +29,12 @@ const (
 func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
 	for {
 		var due time.Time
-		if e.ready.len() > 0 {
+		if e.delayed.len() > 0 {
 			var it *item
-			it, due = e.ready.pop(e.clock.Now())
+			it, due = e.delayed.pop(e.clock.Now())
 			if it != nil {
-				if e.ready.len() > 0 {
-					e.ready.signal() // someone must own the timer for the rest
+				if e.delayed.len() > 0 {
+					e.delayed.signal() // someone must own the timer for the rest
 				}
 				return it, gotItem
 			}
@@ -51,7 +55,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 				e.slotWaiters.Add(-1)
 			}
 		}
-		if e.finishedNow() {
+		if e.finishIfDrained() {
 			e.giveBack(slot)
 			return nil, done
 		}
@@ -62,7 +66,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		var kick chan struct{}
 		owner := !due.IsZero() && e.timerOwner.CompareAndSwap(false, true)
 		if owner {
-			wake, kick = due, e.ready.kick
+			wake, kick = due, e.delayed.kick
 		}
 		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
 			wake = deadline
@@ -85,7 +89,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 				received = true
 				got = e.take(it) // nil: parked behind its key, holding the slot
 			}
-		case <-e.ready.wake:
+		case <-e.delayed.wake:
 		case <-kick:
 		case <-e.finished:
 			st = done
@@ -100,8 +104,8 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 			e.timerOwner.Store(false)
 			// Leaving with work or for good: hand the timer to another
 			// waiter. (Looping back, this worker takes it again itself.)
-			if (received && got != nil || st != gotItem) && e.ready.len() > 0 {
-				e.ready.signal()
+			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
+				e.delayed.signal()
 			}
 		}
 		if received {
@@ -148,9 +152,10 @@ func (e *Engine) giveBack(slot bool) {
 	}
 }
 
-// finishedNow reports (and broadcasts) that a finite source is exhausted
-// and nothing is held any more.
-func (e *Engine) finishedNow() bool {
+// finishIfDrained reports whether a finite source is exhausted and nothing
+// is held any more; if so it closes e.finished (once), which every waiting
+// worker and Run see.
+func (e *Engine) finishIfDrained() bool {
 	if e.srcDone.Load() && e.pending.Load() == 0 {
 		e.finishOnce.Do(func() { close(e.finished) })
 		return true

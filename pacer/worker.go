@@ -1,5 +1,8 @@
 package pacer
 
+// The worker loop drives a message's life: take (slots.go), admit
+// (admit.go), deliver (deliver.go), decide (outcome.go), settle (settle.go).
+
 import (
 	"context"
 	"time"
