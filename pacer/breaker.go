@@ -349,7 +349,7 @@ func (e *Engine) permanentFailure(it *item, err error, now time.Time) bool {
 	return true
 }
 
-// hold puts a message the open breaker keeps back into the ready queue,
+// hold puts a message the open breaker keeps back into the delay queue,
 // due at the next probe; attempts made so far no longer count.
 func (e *Engine) hold(it *item, now time.Time) {
 	if e.isStopping() {
@@ -365,7 +365,7 @@ func (e *Engine) hold(it *item, now time.Time) {
 	if at.Before(now) {
 		at = now
 	}
-	e.ready.push(it, at)
+	e.delayed.push(it, at)
 }
 
 // delivered tells the breaker about a delivery; if it closes the breaker,
@@ -400,19 +400,21 @@ func (e *Engine) ResetBreaker() bool {
 	}
 	now := e.clock.Now()
 	e.pause.clear(PauseBroken)
-	n := e.ready.heldDueNow(now)
+	n := e.delayed.dueNow(now, true)
 	e.log.Warn("pacer: systemic-failure breaker cleared by the operator; resuming the source and retrying the held messages now",
 		"class", class, "open_for", now.Sub(since).Round(time.Millisecond).String(), "held", n)
 	return true
 }
 
-// heldDueNow makes every message the breaker held (due at the next probe)
-// due at now, and wakes the workers. It returns how many there were.
-func (q *readyQueue) heldDueNow(now time.Time) int {
+// dueNow makes every waiting message (with held, only those the breaker
+// held) due at now, and wakes the workers: the operator's word that the
+// downstream is fine again goes for retries already scheduled. It returns
+// how many were brought forward.
+func (q *delayQueue) dueNow(now time.Time, held bool) int {
 	q.mu.Lock()
 	n := 0
 	for _, it := range q.h {
-		if it.suspect && it.due.After(now) {
+		if (it.suspect || !held) && it.due.After(now) {
 			it.due = now
 			n++
 		}

@@ -1,5 +1,8 @@
 package pacer
 
+// A message's life, step 6 (when it cannot be delivered): the
+// dead-letter write, then Term, or Nak when the write failed.
+
 import (
 	"context"
 )

@@ -1,5 +1,8 @@
 package pacer
 
+// The delay queue: retries waiting out their backoff and messages freed
+// by their key, taken by workers before the queue (slots.go).
+
 import (
 	"container/heap"
 	"sync"
@@ -7,10 +10,10 @@ import (
 	"time"
 )
 
-// readyQueue holds items that are waiting to re-enter the shaper: retries
+// delayQueue holds items that are waiting to re-enter the shaper: retries
 // (due after their backoff) and, with OrderKey, messages whose key was busy
 // (due as soon as the key frees). Ordered by due time, then FIFO.
-type readyQueue struct {
+type delayQueue struct {
 	mu   sync.Mutex
 	h    itemHeap
 	seq  uint64
@@ -43,7 +46,7 @@ func (h *itemHeap) Pop() any {
 	return it
 }
 
-func (q *readyQueue) push(it *item, due time.Time) {
+func (q *delayQueue) push(it *item, due time.Time) {
 	q.mu.Lock()
 	q.seq++
 	it.seq = q.seq
@@ -59,7 +62,7 @@ func (q *readyQueue) push(it *item, due time.Time) {
 }
 
 // signal wakes one worker waiting in next.
-func (q *readyQueue) signal() {
+func (q *delayQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -68,7 +71,7 @@ func (q *readyQueue) signal() {
 
 // pop returns the first item due at now, or nil and the next due time
 // (zero if empty).
-func (q *readyQueue) pop(now time.Time) (*item, time.Time) {
+func (q *delayQueue) pop(now time.Time) (*item, time.Time) {
 	if q.n.Load() == 0 {
 		return nil, time.Time{}
 	}
@@ -87,7 +90,7 @@ func (q *readyQueue) pop(now time.Time) (*item, time.Time) {
 }
 
 // drain removes every item.
-func (q *readyQueue) drain() []*item {
+func (q *delayQueue) drain() []*item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := []*item(q.h)
@@ -96,4 +99,4 @@ func (q *readyQueue) drain() []*item {
 	return out
 }
 
-func (q *readyQueue) len() int { return int(q.n.Load()) }
+func (q *delayQueue) len() int { return int(q.n.Load()) }

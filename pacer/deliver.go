@@ -1,5 +1,8 @@
 package pacer
 
+// A message's life, step 4: the sink's Deliver, its feedback to the
+// adaptive controller and the hooks.
+
 import (
 	"time"
 )

@@ -14,11 +14,16 @@ import (
 
 // Engine moves messages from a Source through the shaper to a Sink.
 //
-// Flow: Source -> bounded queue -> admission loop (Retry-After gate, then the
-// shaper's stages, atomically) -> MaxInFlight workers -> Sink -> one
-// decision per message (ack, retry, dead-letter) -> Acker. Create it with
-// New, run it once with Run; Status, SetRate and Reload are safe to call
-// from any goroutine at any time.
+// Flow, one file per step: Source -> intake.go (the bounded queue) ->
+// MaxInFlight workers (worker.go), each taking a slot and a message
+// (slots.go, ordering.go), admitting it (admit.go: the Retry-After gate,
+// then the shaper's stages, atomically), delivering it to the Sink
+// (deliver.go), deciding its outcome (outcome.go: ack, retry through
+// delayqueue.go, or deadletter.go) and settling it with its Acker
+// (settle.go). ARCHITECTURE.md follows one message through them.
+//
+// Create it with New, run it once with Run; Status, SetRate and Reload are
+// safe to call from any goroutine at any time.
 //
 // Guarantees: the admitted stream stays inside every shaping stage's
 // envelope (each attempt costs one permit, a batch of N costs N); a message
@@ -33,14 +38,15 @@ type Engine struct {
 	log   *slog.Logger
 	hooks hookSet
 
-	sh    shaper
-	ctrl  *controller
-	back  *backoff
-	ready readyQueue
-	pause pauser
-	brk   *breaker // nil: Breaker.Disabled
-	flog  failureLog
+	sh      shaper
+	ctrl    *controller
+	back    *backoff
+	delayed delayQueue
+	pause   pauser
+	brk     *breaker // nil: Breaker.Disabled
+	flog    failureLog
 
+	crew        crew          // the workers, started as work appears
 	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
 	fair        *fairQueue    // Fairness or Priority: the queue in fair order
 	fairBytes   atomic.Int64  // with fair and QueueBytes: payload bytes queued
@@ -125,8 +131,9 @@ func New(cfg Config) (*Engine, error) {
 	} else {
 		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
 	}
-	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
-	e.ready.kick = make(chan struct{}, 1)
+	e.crew.max = int64(cfg.MaxInFlight)
+	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
+	e.delayed.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
 		e.keys = make(map[string][]*item)
 	}
@@ -245,8 +252,9 @@ func (e *Engine) ClearPause() bool {
 	now := e.clock.Now()
 	was := e.ctrl.clearGate(now)
 	if was {
-		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause())
 		e.pause.clear(PauseRetryAfter)
+		n := e.delayed.dueNow(now, false) // retries the pause delayed go now too
+		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause(), "retries_due_now", n)
 		e.wakeShaper()
 	}
 	return was
@@ -269,7 +277,7 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	if noBucket || e.cfg.Rate == (algorithms.Rate{}) {
 		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
 	}
-	if peak != (algorithms.Rate{}) && r.PerSecond() > peak.PerSecond() {
+	if peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
 		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
 	e.ctrl.setCeiling(r, now)
@@ -384,17 +392,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopState := e.startState(base) // restore before the first admission
 	e.warmSink(ctx)                 // connections ready before the first admission
 
-	var workers sync.WaitGroup
-	for range e.cfg.MaxInFlight {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			e.worker(loopCtx)
-		}()
-	}
+	e.crew.start(e, loopCtx)
 	workersDone := make(chan struct{})
 	go func() {
-		workers.Wait()
+		e.crew.wg.Wait()
 		close(workersDone)
 	}()
 	srcErrc := make(chan error, 1)
@@ -411,7 +412,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if srcErr == nil {
 			// Finite source: finish everything it handed over.
 			e.srcDone.Store(true)
-			e.finishedNow()
+			e.finishIfDrained()
 			select {
 			case <-workersDone:
 			case <-ctx.Done():
@@ -424,6 +425,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.state.Store(stateStopping)
 	e.stopOnce.Do(func() { close(e.stopping) })
 	e.pause.set(PauseStopping)
+	e.crew.stop()
 	srcCancel()
 	loopCancel()
 	sl := newSleeper(e.clock)
@@ -445,10 +447,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// Retries and parked messages never made it out again: give them back.
 	// Settling a key's owner hands the key to its next parked message (into
-	// the ready queue), so repeat until both are empty.
+	// the delay queue), so repeat until both are empty.
 	for {
 		now := e.clock.Now()
-		dr := e.ready.drain()
+		dr := e.delayed.drain()
 		e.keyMu.Lock()
 		var parked []*item
 		for k, q := range e.keys {

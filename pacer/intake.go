@@ -1,5 +1,8 @@
 package pacer
 
+// A message's life, step 1: the source hands it over (deliverFunc) and
+// it enters the queue (queue.go), pausing the source when full (pause.go).
+
 import (
 	"context"
 )
@@ -40,6 +43,7 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		return err
 	}
 	e.stats.consumed.Add(1)
+	e.spawn()
 	if e.queueFull() {
 		e.pauseFull()
 	}

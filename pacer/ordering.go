@@ -1,5 +1,8 @@
 package pacer
 
+// Key ordering (Ordering: OrderKey): one message per key in flight; the
+// others park behind it and re-enter through the delay queue.
+
 import (
 	"time"
 )
@@ -36,5 +39,5 @@ func (e *Engine) releaseKey(it *item) {
 	e.keys[it.key] = q[1:]
 	nx.key, nx.hasKey = it.key, true
 	e.keyMu.Unlock()
-	e.ready.push(nx, time.Time{})
+	e.delayed.push(nx, time.Time{})
 }

@@ -1,5 +1,8 @@
 package pacer
 
+// A message's life, step 5: the one decision per attempt: ack, retry
+// after a backoff (backoff.go, delayqueue.go), or dead-letter.
+
 import (
 	"errors"
 	"time"
@@ -47,6 +50,6 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		for _, h := range e.hooks.retry {
 			h.OnRetry(it.m, delay, err)
 		}
-		e.ready.push(it, now.Add(delay))
+		e.delayed.push(it, now.Add(delay))
 	}
 }

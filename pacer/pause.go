@@ -73,12 +73,19 @@ func (p *pauser) setLocked(r PauseReason) {
 		return
 	}
 	p.reasons.Store(uint32(old | r))
+	p.paused(old, old|r)
+}
+
+// paused makes the calls for a transition from old to now, now holding a
+// reason old did not (p.mu held, now already published): the first reason
+// pauses the source; every change is told to the hooks.
+func (p *pauser) paused(old, now PauseReason) {
 	if old == 0 {
 		p.pauses.Add(1)
 		p.src.Pause()
 	}
 	for _, h := range p.hooks {
-		h.OnPaused(true, old|r)
+		h.OnPaused(true, now)
 	}
 }
 
@@ -107,9 +114,9 @@ func (p *pauser) clearLocked(r PauseReason) {
 }
 
 // pauseFull pauses the source for a full queue. The reason is published
-// before the length is read, so the admission loop, which checks the reason
-// after every receive, cannot miss it and leave the source paused over an
-// empty queue.
+// before the length is read, so a worker taking from the queue, which
+// checks the reason after every receive (dequeued), cannot miss it and
+// leave the source paused over an empty queue.
 func (e *Engine) pauseFull() {
 	p := &e.pause
 	p.mu.Lock()
@@ -123,16 +130,11 @@ func (e *Engine) pauseFull() {
 		p.reasons.Store(uint32(old))
 		return
 	}
-	if old == 0 {
-		p.pauses.Add(1)
-		p.src.Pause()
-	}
-	for _, h := range p.hooks {
-		h.OnPaused(true, old|PauseQueueFull)
-	}
+	p.paused(old, old|PauseQueueFull)
 }
 
-// dequeued runs in the admission loop after each receive from the queue.
+// dequeued runs in the worker after each receive from the queue (take):
+// a source paused for a full queue resumes once it has drained low.
 func (e *Engine) dequeued() {
 	p := &e.pause
 	if !p.has(PauseQueueFull) || !e.queueLow() {

@@ -1,5 +1,7 @@
 package pacer
 
+// A message's life, last step: settled with its source exactly once.
+
 import (
 	"context"
 	"time"
@@ -51,6 +53,6 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 		e.releaseSlot()
 	}
 	if e.pending.Add(-1) == 0 && e.srcDone.Load() {
-		e.finishedNow()
+		e.finishIfDrained()
 	}
 }

@@ -1,5 +1,9 @@
 package pacer
 
+// A message's life, step 2: a worker takes it, from the delay queue
+// (delayqueue.go) or, holding a slot, from the queue; with OrderKey a busy
+// key parks it (ordering.go).
+
 import (
 	"context"
 	"time"
@@ -10,7 +14,8 @@ type nextStatus uint8
 const (
 	gotItem nextStatus = iota
 	timedOut
-	done // ctx done, or a finished source and nothing held
+	done    // ctx done, or a finished source and nothing held
+	retired // idle for the retire period (see crew)
 )
 
 // next returns the next message to admit: a due retry or a freed key's
@@ -22,15 +27,22 @@ const (
 // slot before it may receive from the queue, and the message keeps it until
 // it is settled (retries included), so concurrent workers can never take
 // more than MaxInFlight*BatchSize messages between them.
-func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
+//
+// With retireAfter > 0, a worker that found nothing for that long (and
+// holds no retry timer) returns retired.
+func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
+	var retireAt time.Time
+	if retireAfter > 0 {
+		retireAt = e.clock.Now().Add(retireAfter)
+	}
 	for {
 		var due time.Time
-		if e.ready.len() > 0 {
+		if e.delayed.len() > 0 {
 			var it *item
-			it, due = e.ready.pop(e.clock.Now())
+			it, due = e.delayed.pop(e.clock.Now())
 			if it != nil {
-				if e.ready.len() > 0 {
-					e.ready.signal() // someone must own the timer for the rest
+				if e.delayed.len() > 0 {
+					e.delayed.signal() // someone must own the timer for the rest
 				}
 				return it, gotItem
 			}
@@ -51,7 +63,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 				e.slotWaiters.Add(-1)
 			}
 		}
-		if e.finishedNow() {
+		if e.finishIfDrained() {
 			e.giveBack(slot)
 			return nil, done
 		}
@@ -62,10 +74,13 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		var kick chan struct{}
 		owner := !due.IsZero() && e.timerOwner.CompareAndSwap(false, true)
 		if owner {
-			wake, kick = due, e.ready.kick
+			wake, kick = due, e.delayed.kick
 		}
 		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
 			wake = deadline
+		}
+		if !retireAt.IsZero() && !owner && (wake.IsZero() || retireAt.Before(wake)) {
+			wake = retireAt
 		}
 		var tc <-chan time.Time
 		if !wake.IsZero() {
@@ -85,13 +100,16 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 				received = true
 				got = e.take(it) // nil: parked behind its key, holding the slot
 			}
-		case <-e.ready.wake:
+		case <-e.delayed.wake:
 		case <-kick:
 		case <-e.finished:
 			st = done
 		case <-tc:
-			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
+			now := e.clock.Now()
+			if !deadline.IsZero() && !now.Before(deadline) {
 				st = timedOut
+			} else if !retireAt.IsZero() && !owner && !now.Before(retireAt) {
+				st = retired
 			}
 		case <-ctx.Done():
 			st = done
@@ -100,8 +118,8 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 			e.timerOwner.Store(false)
 			// Leaving with work or for good: hand the timer to another
 			// waiter. (Looping back, this worker takes it again itself.)
-			if (received && got != nil || st != gotItem) && e.ready.len() > 0 {
-				e.ready.signal()
+			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
+				e.delayed.signal()
 			}
 		}
 		if received {
@@ -148,9 +166,10 @@ func (e *Engine) giveBack(slot bool) {
 	}
 }
 
-// finishedNow reports (and broadcasts) that a finite source is exhausted
-// and nothing is held any more.
-func (e *Engine) finishedNow() bool {
+// finishIfDrained reports whether a finite source is exhausted and nothing
+// is held any more; if so it closes e.finished (once), which every waiting
+// worker and Run see.
+func (e *Engine) finishIfDrained() bool {
 	if e.srcDone.Load() && e.pending.Load() == 0 {
 		e.finishOnce.Do(func() { close(e.finished) })
 		return true

@@ -10,14 +10,31 @@ import (
 )
 
 // TestRunFindsTheAPILimit: `pacer run` with the default adaptive mode
-// (auto), configured at 60/s in front of an API that allows 20/s and says
-// only "429, Retry-After" (real time, over HTTP, a few seconds): everything
-// is delivered, the API sees few 429s, and /status and the log show the
-// limit learned from 429s, close to the API's.
+// (auto), configured at 60/s in front of an API that allows 20/s (real time,
+// over HTTP, a few seconds each): a token bucket saying only "429,
+// Retry-After" (scenario 1), a fixed window advertising X-RateLimit headers
+// with a Unix-time reset (scenario 2), and a sliding window with rate-limit
+// headers (scenario 3). Everything is delivered, the API sees few 429s, and
+// /status and the log show the limit learned, its source, close to the
+// API's.
 func TestRunFindsTheAPILimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		api  testapi.Config
+		src  string
+	}{
+		{"1-bucket-429-only", testapi.Config{Rate: 20, Burst: 5, Headers: testapi.HeadersNone}, "429s"},
+		{"2-fixed-window-x-ratelimit", testapi.Config{Rate: 20, Limiter: testapi.LimiterFixedWindow, Headers: testapi.HeadersXEpoch}, "headers"},
+		{"3-sliding-window-headers", testapi.Config{Rate: 20, Limiter: testapi.LimiterSlidingWindow, Headers: testapi.HeadersAll}, "headers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runFindsTheAPILimit(t, tc.api, tc.src) })
+	}
+}
+
+func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string) {
 	const n = 120
 	url, stream, _ := setupNATS(t, n)
-	api := testapi.New(testapi.Config{Rate: 20, Burst: 5, Headers: testapi.HeadersNone})
+	api := testapi.New(apiCfg)
 	t.Cleanup(api.Close)
 	addr := freeAddr(t)
 	cfg := strings.Replace(runConfig(url, stream, api.URL(), addr, "60/s"), "burst: 20", "burst: 20\n  peak: 120/s", 1)
@@ -40,20 +57,20 @@ func TestRunFindsTheAPILimit(t *testing.T) {
 		t.Errorf("429s %d of %d requests (%.0f%%): want at most 10%% on so short a run", stats.Throttled, stats.Accepted+stats.Throttled, 100*ratio)
 	}
 	eng := st["engine"].(map[string]any)
-	if eng["limit_source"] != "429s" || eng["adaptive"] != "auto" {
-		t.Errorf("/status engine: adaptive %v, limit_source %v want auto, 429s", eng["adaptive"], eng["limit_source"])
+	if eng["limit_source"] != wantSrc || eng["adaptive"] != "auto" {
+		t.Errorf("/status engine: adaptive %v, limit_source %v want auto, %s", eng["adaptive"], eng["limit_source"], wantSrc)
 	}
 	if l := num(st, "engine", "learned_limit_per_second"); l < 10 || l > 30 {
 		t.Errorf("learned limit %.1f/s, want near the API's 20/s", l)
 	}
-	if num(st, "engine", "seconds_since_throttle") < 0 {
+	if wantSrc == "429s" && num(st, "engine", "seconds_since_throttle") < 0 {
 		t.Errorf("seconds_since_throttle %v after 429s", num(st, "engine", "seconds_since_throttle"))
 	}
 	checkAPIEnvelope(t, api, cfgPath) // 60/s burst 20 peak 120/s: the ceiling adaptive control stays under
 	if code := p.stop(t, 20*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
-	if !strings.Contains(p.logs(), "pacer: downstream limit") || !strings.Contains(p.logs(), "source=429s") {
+	if !strings.Contains(p.logs(), "pacer: downstream limit") || !strings.Contains(p.logs(), "source="+wantSrc) {
 		t.Errorf("log lacks the learned limit:\n%s", p.logs())
 	}
 }
