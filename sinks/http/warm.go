@@ -251,6 +251,12 @@ func (p *connPool) keep() {
 				kept = append(kept, s)
 			}
 		}
+		if p.h2 && len(kept) > 1 {
+			// HTTP/2 multiplexes every request over one connection: the
+			// other pre-dialled ones would only idle.
+			expired = append(expired, kept[:len(kept)-1]...)
+			kept = kept[len(kept)-1:]
+		}
 		p.spares = kept
 		// One spare beyond the target: a request that starts just before
 		// the transport returns a finished request's connection to its

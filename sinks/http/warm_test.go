@@ -148,6 +148,9 @@ func TestWarmTLS(t *testing.T) {
 		testkit.Eventually(t, 10*time.Second, "the server to see the 3 pre-dialled connections", func() bool { return opened.Load() == 3 })
 		deliverN(t, s, 3)
 		deliverN(t, s, 3)
+		if h2 {
+			testkit.Eventually(t, 10*time.Second, "h2: one spare kept", func() bool { return spares(s) == 1 })
+		}
 		s.pool.mu.Lock()
 		gotH2 := s.pool.h2
 		s.pool.mu.Unlock()
