@@ -61,8 +61,9 @@ type CalendarWindow struct {
 
 var _ Limiter = (*CalendarWindow)(nil)
 
-// NewCalendarWindow returns an empty calendar window.
-func NewCalendarWindow(cfg CalendarWindowConfig) (*CalendarWindow, error) {
+// NewCalendarWindow returns an empty calendar window at now (a later call
+// with an earlier time counts as now; the zero Time: nothing seen).
+func NewCalendarWindow(cfg CalendarWindowConfig, now time.Time) (*CalendarWindow, error) {
 	if cfg.Limit < 1 {
 		return nil, fmt.Errorf("%w: calendar window limit %d (want >= 1)", ErrInvalidConfig, cfg.Limit)
 	}
@@ -72,7 +73,9 @@ func NewCalendarWindow(cfg CalendarWindowConfig) (*CalendarWindow, error) {
 	if cfg.Loc == nil {
 		cfg.Loc = time.UTC
 	}
-	return &CalendarWindow{cfg: cfg}, nil
+	c := &CalendarWindow{cfg: cfg}
+	c.see(now)
+	return c, nil
 }
 
 // PeriodOf returns the calendar period [start, end) of loc containing t.
@@ -125,7 +128,7 @@ func (c *CalendarWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if n > c.cfg.Limit {
-		return 0, false
+		return Never, false
 	}
 	if c.count+int64(n) > int64(c.cfg.Limit) {
 		return c.end.Sub(now), false

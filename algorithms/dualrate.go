@@ -92,7 +92,7 @@ func (d *DualRate) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > d.c.maxN {
-		return 0, false
+		return Never, false
 	}
 	nt, w := d.c.plan(t, nn)
 	if !d.peak {

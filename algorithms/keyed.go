@@ -53,8 +53,9 @@ type keyEntry struct {
 	prev, next *keyEntry
 }
 
-// NewKeyed returns an empty keyed table.
-func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
+// NewKeyed returns an empty keyed table at now (a later call with an
+// earlier time counts as now for idleness; the zero Time: nothing seen).
+func NewKeyed(cfg KeyedConfig, now time.Time) (*Keyed, error) {
 	if cfg.MaxKeys < 1 {
 		return nil, fmt.Errorf("%w: keyed max keys %d must be >= 1", ErrInvalidConfig, cfg.MaxKeys)
 	}
@@ -64,7 +65,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.New == nil {
 		return nil, fmt.Errorf("%w: keyed New is nil", ErrInvalidConfig)
 	}
-	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: latest{-maxUnix}}
+	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: latest{unixNano(now)}}
 	k.head.next, k.head.prev = &k.head, &k.head
 	return k, nil
 }
@@ -104,7 +105,7 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 		}
 		if len(k.m) >= k.cfg.MaxKeys {
 			if k.cfg.IdleTTL <= 0 {
-				return 0, false
+				return Never, false // keys never leave: no room, ever
 			}
 			return time.Duration(k.head.prev.used + int64(k.cfg.IdleTTL) - t), false
 		}

@@ -81,7 +81,7 @@ func (p *LeakyPacer) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if int64(n) > p.cap {
-		return 0, false
+		return Never, false
 	}
 	tt := inst{ns: t}
 	d := maxInst(p.next, p.st.sub(tt, p.slack))

@@ -260,6 +260,11 @@ func (b *ScheduledBucket) Reserve(now time.Time, n int) (time.Duration, bool) {
 		b.tb.Cancel(now, n)
 		return b.next.Sub(now), false
 	}
+	if !ok && w == Never {
+		// n > Burst: never under this bucket, but a later period may have
+		// no rule and admit it; the bucket cannot tell.
+		return 0, false
+	}
 	return w, ok
 }
 

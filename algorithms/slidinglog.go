@@ -55,7 +55,7 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if n > len(l.ring) {
-		return 0, false
+		return Never, false
 	}
 	// The n-th oldest entry must have left the window: e <= t - W.
 	L := len(l.ring)

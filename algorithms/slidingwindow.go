@@ -36,8 +36,9 @@ type SlidingWindow struct {
 
 var _ Limiter = (*SlidingWindow)(nil)
 
-// NewSlidingWindow returns an empty sliding-window counter.
-func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
+// NewSlidingWindow returns an empty sliding-window counter at now (a later
+// call with an earlier time counts as now; the zero Time: nothing seen).
+func NewSlidingWindow(cfg WindowConfig, now time.Time) (*SlidingWindow, error) {
 	if err := cfg.validate("sliding", 1<<62); err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
 		n:     int64(cfg.Buckets),
 		idx:   make([]int64, cfg.Buckets),
 		cnt:   make([]int64, cfg.Buckets),
-		last:  latest{-maxUnix},
+		last:  latest{unixNano(now)},
 	}
 	for i := range s.idx {
 		s.idx[i] = -1 << 62
@@ -74,7 +75,7 @@ func (s *SlidingWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > s.limit {
-		return 0, false
+		return Never, false
 	}
 	k := floorDiv(t, s.width)
 	sum := int64(0)

@@ -17,12 +17,17 @@ type Until struct {
 
 var _ Limiter = (*Until)(nil)
 
-// Reserve asks the wrapped limiter before End, and grants at once after.
+// Reserve asks the wrapped limiter before End, and grants at once after. A
+// refusal with Never waits until End instead (everything goes from then).
 func (u *Until) Reserve(now time.Time, n int) (time.Duration, bool) {
 	if !now.Before(u.End) {
 		return 0, true
 	}
-	return u.Limiter.Reserve(now, n)
+	w, ok := u.Limiter.Reserve(now, n)
+	if !ok && w == Never {
+		w = u.End.Sub(now) // everything is granted from End on
+	}
+	return w, ok
 }
 
 // Cancel gives back to the wrapped limiter before End.

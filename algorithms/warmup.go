@@ -128,7 +128,7 @@ func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > w.maxN {
-		return 0, false
+		return Never, false
 	}
 	w.resync(t)
 	wait := max(w.next.ceil()-t, 0)
