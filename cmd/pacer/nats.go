@@ -36,7 +36,7 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		MaxDeliver:    n.MaxDeliver,
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
-		SubjectToken:  n.SubjectToken,
+		SubjectToken:  n.TenantInSubject,
 		Logger:        log,
 	}
 }

@@ -115,14 +115,14 @@ type NATS struct {
 	MaxDeliver int `yaml:"max_deliver" json:"max_deliver"`
 	// FetchBatch is the most messages one pull asks for.
 	FetchBatch int `yaml:"fetch_batch" json:"fetch_batch"`
-	// SubjectToken, when > 0, pulls each value of that subject token (a
+	// TenantInSubject, when > 0, pulls each value of that subject token (a
 	// tenant, 1-based: 2 in jobs.<tenant>.>) through its own durable
 	// consumer "<consumer>_<tenant>", so with fairness a hot tenant at its
 	// share waits alone instead of holding the stream. filter_subject must
 	// have '*' at that token; needs create_consumer.
-	SubjectToken int      `yaml:"subject_token" json:"subject_token"`
-	TLS          TLS      `yaml:"tls" json:"tls"`
-	Auth         NATSAuth `yaml:"auth" json:"auth"`
+	TenantInSubject int      `yaml:"tenant_in_subject" json:"tenant_in_subject"`
+	TLS             TLS      `yaml:"tls" json:"tls"`
+	Auth            NATSAuth `yaml:"auth" json:"auth"`
 }
 
 // NATSAuth is NATS authentication; set at most one of token, user/password,

@@ -117,26 +117,26 @@ func (v *validator) tenantPaths() {
 		case !f.Enabled:
 			v.add("shaping.fairness.overflow", "needs fairness enabled: true (the overflow takes a key's messages beyond its share)")
 		case src.Type != "kafka":
-			v.add("shaping.fairness.overflow", "is for Kafka (a deferral topic); with NATS, use source.nats.subject_token so a hot tenant waits alone")
+			v.add("shaping.fairness.overflow", "is for Kafka (a deferral topic); with NATS, use source.nats.tenant_in_subject so a hot tenant waits alone")
 		case slices.Contains(src.Kafka.Topics, f.Overflow):
 			v.add("shaping.fairness.overflow", "%q is also a source topic; give the deferral topic its own name (pacer consumes it as well)", f.Overflow)
 		}
 	}
 	n := src.NATS
-	if src.Type != "nats" || n.SubjectToken == 0 {
+	if src.Type != "nats" || n.TenantInSubject == 0 {
 		return
 	}
 	toks := strings.Split(n.FilterSubject, ".")
 	switch {
-	case n.SubjectToken < 0:
-		v.add("source.nats.subject_token", "%d: want the 1-based token that names the tenant (2 in jobs.<tenant>.>), or 0 for one consumer", n.SubjectToken)
+	case n.TenantInSubject < 0:
+		v.add("source.nats.tenant_in_subject", "%d: want the 1-based token that names the tenant (2 in jobs.<tenant>.>), or 0 for one consumer", n.TenantInSubject)
 	case !n.CreateConsumer:
-		v.add("source.nats.subject_token", "needs create_consumer: true (pacer creates one consumer per tenant)")
-	case len(toks) < n.SubjectToken || toks[n.SubjectToken-1] != "*":
-		v.add("source.nats.subject_token", "token %d of filter_subject %q must be '*' (e.g. filter_subject: jobs.*.> with subject_token: 2)", n.SubjectToken, n.FilterSubject)
+		v.add("source.nats.tenant_in_subject", "needs create_consumer: true (pacer creates one consumer per tenant)")
+	case len(toks) < n.TenantInSubject || toks[n.TenantInSubject-1] != "*":
+		v.add("source.nats.tenant_in_subject", "token %d of filter_subject %q must be '*' (e.g. filter_subject: jobs.*.> with tenant_in_subject: 2)", n.TenantInSubject, n.FilterSubject)
 	}
 	if !f.Enabled {
-		v.add("source.nats.subject_token", "without shaping.fairness.enabled: true no tenant is ever held back, so one consumer per tenant buys nothing")
+		v.add("source.nats.tenant_in_subject", "without shaping.fairness.enabled: true no tenant is ever held back, so one consumer per tenant buys nothing")
 	}
 }
 
