@@ -145,11 +145,11 @@ func (c *CalendarWindow) Cancel(now time.Time, n int) {
 	c.count = max(c.count-int64(n), 0)
 }
 
-// Remaining returns the permits left in the period containing now, and
-// when the period ends.
-func (c *CalendarWindow) Remaining(now time.Time) (int, time.Time) {
+// Tokens returns the permits left in the period containing now (PeriodOf
+// says when it ends).
+func (c *CalendarWindow) Tokens(now time.Time) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.see(now)
-	return c.cfg.Limit - int(c.count), c.end
+	return float64(int64(c.cfg.Limit) - c.count)
 }

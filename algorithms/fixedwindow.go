@@ -70,6 +70,18 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 	return 0, true
 }
 
+// Tokens returns the permits left at now in the window containing now.
+func (f *FixedWindow) Tokens(now time.Time) float64 {
+	t := unixNano(now)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t = f.last.see(t)
+	if floorDiv(t, f.w) != f.idx {
+		return float64(f.limit)
+	}
+	return float64(f.limit - f.count)
+}
+
 // Cancel gives back n permits counted in the current window.
 func (f *FixedWindow) Cancel(now time.Time, n int) {
 	t := unixNano(now)

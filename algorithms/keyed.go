@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -121,6 +122,27 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 	e.used = t
 	k.pushFront(e)
 	return e.lim.Reserve(now, n)
+}
+
+// TokensKey returns key's limiter's Tokens at now: for a key not held, what
+// a new limiter would hold (New is called and the limiter dropped; the table
+// is unchanged); +Inf when the limiter does not read its tokens, 0 when New
+// fails.
+func (k *Keyed) TokensKey(now time.Time, key []byte) float64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var lim Limiter
+	if e, ok := k.m[string(key)]; ok {
+		lim = e.lim
+	} else if l, err := k.cfg.New(now); err == nil && l != nil {
+		lim = l
+	} else {
+		return 0
+	}
+	if tr, ok := lim.(TokenReader); ok {
+		return tr.Tokens(now)
+	}
+	return math.Inf(1)
 }
 
 // CancelKey gives back n permits to key's limiter (no-op for an unknown key).

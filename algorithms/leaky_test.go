@@ -20,12 +20,12 @@ func TestLeakyMeterSteps(t *testing.T) {
 		{t1, 4, Never, false}, // never: more than capacity
 		{t3, 3, 0, true},
 	})
-	if got := m.Level(t3); got != 3 {
-		t.Fatalf("Level = %v want 3", got)
+	if got := m.Tokens(t3); got != 0 { // level 3 of 3
+		t.Fatalf("Tokens = %v want 0 (level 3 of 3)", got)
 	}
 	m.Cancel(t3, 2)
-	if got := m.Level(t3); got != 1 {
-		t.Fatalf("Level after Cancel = %v want 1", got)
+	if got := m.Tokens(t3); got != 2 { // level 1 of 3
+		t.Fatalf("Tokens after Cancel = %v want 2 (level 1 of 3)", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -242,6 +243,22 @@ func (b *ScheduledBucket) Rule(now time.Time) (int, time.Time) {
 	defer b.mu.Unlock()
 	b.advance(now)
 	return b.rule, b.next
+}
+
+// Tokens returns the bucket's permits at now while a rule with a rate is in
+// force, 0 while a zero rate is, and +Inf while no rule is (everything is
+// admitted).
+func (b *ScheduledBucket) Tokens(now time.Time) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now = b.advance(now)
+	if b.rule < 0 {
+		return math.Inf(1)
+	}
+	if !b.hasRate {
+		return 0
+	}
+	return b.tb.Tokens(now)
 }
 
 // Reserve asks for n permits at now.

@@ -73,6 +73,22 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 	return 0, true
 }
 
+// Tokens returns the permits left at now: Limit minus the grants in
+// (now-Window, now].
+func (l *SlidingLog) Tokens(now time.Time) float64 {
+	t := rel(now, l.epoch)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t = l.last.see(t)
+	in := 0
+	for _, e := range l.ring {
+		if e > t-l.w {
+			in++
+		}
+	}
+	return float64(len(l.ring) - in)
+}
+
 // Cancel forgets the n most recent grants.
 func (l *SlidingLog) Cancel(now time.Time, n int) {
 	t := rel(now, l.epoch)

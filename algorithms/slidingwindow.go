@@ -106,6 +106,21 @@ func (s *SlidingWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 	return 0, true
 }
 
+// Tokens returns the permits left at now: Limit minus what the last
+// Buckets sub-windows, the current one included, hold.
+func (s *SlidingWindow) Tokens(now time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := floorDiv(s.clock(now), s.width)
+	sum := int64(0)
+	for i := range s.idx {
+		if s.idx[i] > k-s.n && s.idx[i] <= k {
+			sum += s.cnt[i]
+		}
+	}
+	return float64(max(s.limit-sum, 0))
+}
+
 func floorMod(a, b int64) int64 {
 	m := a % b
 	if m < 0 {

@@ -1,6 +1,9 @@
 package algorithms
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Until applies a Limiter only before a deadline; from the deadline on it
 // grants every request at once, consuming nothing. The engine uses it to
@@ -28,6 +31,18 @@ func (u *Until) Reserve(now time.Time, n int) (time.Duration, bool) {
 		w = u.End.Sub(now) // everything is granted from End on
 	}
 	return w, ok
+}
+
+// Tokens returns the wrapped limiter's Tokens before End (+Inf when it has
+// none), and +Inf from End on.
+func (u *Until) Tokens(now time.Time) float64 {
+	if !now.Before(u.End) {
+		return math.Inf(1)
+	}
+	if tr, ok := u.Limiter.(TokenReader); ok {
+		return tr.Tokens(now)
+	}
+	return math.Inf(1)
 }
 
 // Cancel gives back to the wrapped limiter before End.

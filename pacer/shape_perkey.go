@@ -44,7 +44,7 @@ func (s *keyedStage) reserve(now time.Time, batch []*item) (time.Duration, bool)
 		w, ok := s.keyed.ReserveKey(now, keyOf(s.keyOf, it.m), 1)
 		if !ok {
 			s.cancel(now, batch[:i])
-			return max(hint(w), wait), false
+			return refusal(w, wait), false
 		}
 		wait = max(wait, w)
 	}
