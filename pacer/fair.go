@@ -348,6 +348,7 @@ func (e *Engine) deliverFair(ctx context.Context, it *item) error {
 		return err
 	}
 	e.stats.consumed.Add(1)
+	e.spawn()
 	if e.queueFull() {
 		e.pauseFull()
 	}
