@@ -189,6 +189,7 @@ func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
 		Group:         k.Group,
 		Topics:        k.Topics,
 		InitialOffset: kafka.InitialOffset(k.InitialOffset),
+		InstanceID:    k.InstanceID,
 		Logger:        log,
 	}
 }

@@ -80,8 +80,13 @@ type Kafka struct {
 	Version string `yaml:"version" json:"version"`
 	// InitialOffset is where a new group starts: "oldest" or "newest".
 	InitialOffset string `yaml:"initial_offset" json:"initial_offset"`
-	TLS           TLS    `yaml:"tls" json:"tls"`
-	SASL          SASL   `yaml:"sasl" json:"sasl"`
+	// InstanceID makes the worker a static group member: restarted with
+	// the same ID (e.g. ${HOSTNAME}) it takes its partitions back at once,
+	// without a rebalance or waiting out the dead one's session. Each
+	// worker needs its own. Empty: a dynamic member.
+	InstanceID string `yaml:"instance_id" json:"instance_id"`
+	TLS        TLS    `yaml:"tls" json:"tls"`
+	SASL       SASL   `yaml:"sasl" json:"sasl"`
 }
 
 // SASL is Kafka authentication.

@@ -101,6 +101,9 @@ func (v *validator) source() {
 			v.add("source.kafka.group", "missing: the consumer group is required")
 		}
 		v.oneOf("source.kafka.initial_offset", k.InitialOffset, "oldest", "newest")
+		if id := k.InstanceID; id != "" && (id == "." || id == ".." || len(id) > 249 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "") {
+			v.add("source.kafka.instance_id", "%q is not a group instance ID: up to 249 of a-z A-Z 0-9 . _ -", id)
+		}
 		if !validVersion(k.Version) {
 			v.add("source.kafka.version", "%q is not a Kafka version such as 3.6.0", k.Version)
 		}

@@ -70,6 +70,15 @@ type Config struct {
 	// InitialOffset applies when the group has no committed offset for a
 	// partition (OffsetOldest if empty).
 	InitialOffset InitialOffset
+	// InstanceID makes this worker a static member of the group (KIP-345):
+	// a worker restarted with the same InstanceID, after a crash or a stop,
+	// takes its partitions back at once, with no rebalance and without
+	// waiting out SessionTimeout. A stopped static member does not leave
+	// the group: its partitions wait for it until SessionTimeout passes.
+	// Every worker of a group needs its own (e.g. the host or pod name);
+	// two running with one InstanceID fence each other. Empty: a dynamic
+	// member (the default).
+	InstanceID string
 	// Balance is the partition assignment strategy: "range" (default),
 	// "roundrobin" or "sticky". All are eager: a rebalance ends the whole
 	// session, which is what lets a blocked hand-over see it.
@@ -288,6 +297,7 @@ func (c *Config) saramaConfig() (*sarama.Config, error) {
 	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	sc.Consumer.Group.Heartbeat.Interval = c.HeartbeatInterval
 	sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
+	sc.Consumer.Group.InstanceId = c.InstanceID
 	switch c.Balance {
 	case "roundrobin":
 		sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRoundRobin()}
