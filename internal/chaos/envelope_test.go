@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +88,39 @@ func longestGap(ts []time.Time) time.Duration {
 		g = max(g, ts[i].Sub(ts[i-1]))
 	}
 	return g
+}
+
+// TestKillRestartKafkaDefaults: the Kafka kill with the default
+// max_in_flight (16) and batch (1): 100/s, burst 50, peak 200/s, SIGKILL
+// after 300 deliveries, an immediate restart of the same static member
+// (instance_id), the rest of the backlog. Repeats <= max_in_flight x batch
+// (16); arrivals within both envelopes + 2 over the whole run.
+func TestKillRestartKafkaDefaults(t *testing.T) {
+	const n, killAfter = 600, 300
+	k := testenv.StartKafka(t)
+	topic := testenv.UniqueName(t, "killdef")
+	produceKafka(t, k.Brokers(), topic, 0, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	shaping := "rate: 100/s\nburst: 50\npeak: 200/s\nstate_dir: " + t.TempDir()
+	cfg := writeFile(t, "kafka.yaml", strings.Replace(kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", shaping, ""),
+		"initial_offset: oldest", "initial_offset: oldest\n    instance_id: kill-worker", 1))
+	w := startWorker(t, cfg, "")
+	eventually(t, 60*time.Second, "the first deliveries", func() bool { return count(api.Accepted()).unique >= killAfter })
+	w.kill()
+	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
+	w = startWorker(t, cfg, "")
+	eventually(t, 60*time.Second, "every message accepted after the restart", func() bool { return count(api.Accepted()).unique >= n })
+	if code := w.stop(t); code != 0 {
+		t.Errorf("SIGTERM: exit %d want 0", code)
+	}
+	tl := count(api.Accepted())
+	if tl.unique != n {
+		t.Errorf("unique accepted = %d want %d (missing e.g. %v)", tl.unique, n, tl.missing(n))
+	}
+	if tl.dups > 16 {
+		t.Errorf("%d repeats after one kill, want <= max_in_flight x batch = 16", tl.dups)
+	}
+	t.Logf("RESULT kafka kill at defaults: %d messages, unique %d, repeats %d (bound 16)", n, tl.unique, tl.dups)
+	checkArrivals(t, api, 100, 50, 200, 2)
 }
