@@ -217,6 +217,14 @@ type Config struct {
 	// QueueSize bounds messages held between source and shaper; 0:
 	// DefaultQueueSize.
 	QueueSize int
+	// QueueBytes, when > 0, also bounds the queue by the payload bytes of
+	// its messages (key, value, header names and values): the source is
+	// paused once the queue holds QueueBytes, and deliver waits until it
+	// has drained below (a message larger than QueueBytes passes alone, so
+	// the queue holds at most QueueBytes plus one message). With Fairness
+	// or Priority the bound pauses the source but does not block deliver.
+	// 0: no byte bound.
+	QueueBytes int64
 	// HighWatermark pauses the source when the queue holds this many;
 	// 0: QueueSize. LowWatermark resumes it; 0: QueueSize/2.
 	HighWatermark, LowWatermark int
@@ -379,6 +387,9 @@ func (c *Config) validate() error {
 	}
 	if c.Sink == nil {
 		return fmt.Errorf("%w: Sink is nil", ErrInvalidConfig)
+	}
+	if c.QueueBytes < 0 {
+		return fmt.Errorf("%w: QueueBytes %d (want >= 0)", ErrInvalidConfig, c.QueueBytes)
 	}
 	if c.QueueSize < 1 {
 		return fmt.Errorf("%w: QueueSize %d (want >= 1)", ErrInvalidConfig, c.QueueSize)

@@ -132,19 +132,11 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		}
 		slot := e.acquireSlot()
 		if slot {
-			if it := e.fairPop(); it != nil {
+			if it := e.popQueued(); it != nil {
 				if it = e.take(it); it != nil {
 					return it, gotItem
 				}
 				continue
-			}
-			select {
-			case it := <-e.queue:
-				if it = e.take(it); it != nil {
-					return it, gotItem
-				}
-				continue
-			default:
 			}
 		} else {
 			// Publish that we wait for a slot before trying again, so a
@@ -174,22 +166,20 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		if !wake.IsZero() {
 			tc = sl.arm(wake.Sub(e.clock.Now()))
 		}
-		var qc chan *item
 		var sc chan struct{}
-		if slot {
-			qc = e.queue
-		} else {
+		if !slot {
 			sc = e.slotFreed
 		}
 		var got *item
 		received := false
 		st := gotItem
 		select {
-		case it := <-qc:
-			received = true
-			got = e.take(it) // nil: parked behind its key, holding the slot
 		case <-sc:
-		case <-e.fairAvail(slot):
+		case <-e.queueAvail(slot):
+			if it := e.popQueued(); it != nil {
+				received = true
+				got = e.take(it) // nil: parked behind its key, holding the slot
+			}
 		case <-e.ready.wake:
 		case <-kick:
 		case <-e.finished:
@@ -266,6 +256,9 @@ func (e *Engine) finishedNow() bool {
 // take accounts for an item received from the queue. With OrderKey, an item
 // whose key is busy is parked (nil is returned) until the key frees.
 func (e *Engine) take(it *item) *item {
+	if e.fair != nil && it.size > 0 {
+		e.fairBytes.Add(-it.size)
+	}
 	e.dequeued()
 	it.held = true
 	e.inflight.Add(1)
@@ -567,7 +560,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 	if a := m.Acker; a != nil {
 		var err error
 		switch kind {
-		case SettledAck:
+		case SettledAck, SettledDeferred:
 			err = a.Ack(e.settleCtx)
 		case SettledTerm:
 			ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
@@ -583,7 +576,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 		}
 	}
 	switch kind {
-	case SettledAck:
+	case SettledAck, SettledDeferred:
 		e.stats.acked.Add(1)
 	case SettledTerm:
 		e.stats.termed.Add(1)

@@ -41,8 +41,9 @@ type Engine struct {
 	brk   *breaker // nil: Breaker.Disabled
 	flog  failureLog
 
-	queue       chan *item
-	fair        *fairQueue    // Fairness or Priority: the queue in fair order (queue unused)
+	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
+	fair        *fairQueue    // Fairness or Priority: the queue in fair order
+	fairBytes   atomic.Int64  // with fair and QueueBytes: payload bytes queued
 	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
 	slotWaiters atomic.Int32  // workers waiting for a slot
 	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
@@ -105,7 +106,6 @@ func New(cfg Config) (*Engine, error) {
 		clock:     cfg.Clock,
 		log:       cfg.Logger,
 		back:      newBackoff(cfg.Retry),
-		queue:     make(chan *item, cfg.QueueSize),
 		slotFreed: make(chan struct{}, cfg.MaxInFlight),
 		finished:  make(chan struct{}),
 		admitSem:  make(chan struct{}, 1),
@@ -121,7 +121,9 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.fair, e.queue = f, make(chan *item)
+		e.fair = f
+	} else {
+		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
 	}
 	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.ready.kick = make(chan struct{}, 1)
@@ -380,6 +382,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
+	e.warmSink(ctx)                 // connections ready before the first admission
 
 	var workers sync.WaitGroup
 	for range e.cfg.MaxInFlight {
@@ -437,16 +440,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		srcErr = <-srcErrc
 	}
 	// The source is done handing over: abandon what is queued.
-	for {
-		select {
-		case it := <-e.queue:
-			e.handBack(it, 0)
-			continue
-		default:
-		}
-		break
+	for it := e.popQueued(); it != nil; it = e.popQueued() {
+		e.handBack(it, 0)
 	}
-	e.drainFair()
 	// Retries and parked messages never made it out again: give them back.
 	// Settling a key's owner hands the key to its next parked message (into
 	// the ready queue), so repeat until both are empty.

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -26,6 +27,27 @@ type Fairness struct {
 	// key's count falls; other keys go on. See Config.Fairness for what
 	// this means per source.
 	MaxShare float64
+
+	// Defer, if set, is the overflow for a source whose paths mix keys (a
+	// hot and a cold key in one Kafka partition, where holding the hot key
+	// back would hold the cold one too): a message whose key holds its
+	// share is handed to Defer instead of waiting. Defer must republish it
+	// durably (to a deferral topic the source also consumes) and return
+	// nil only once the broker stored it; the engine then acks the
+	// original (SettledDeferred), so the source reads and commits on. On an
+	// error the message waits for its share as without Defer.
+	//
+	// A message for which Deferred reports true (it came back from the
+	// deferral topic) is never deferred again: it waits for its key's
+	// share, holding back only the deferral topic's path. Order by key:
+	// while a key has deferred messages not yet back in the queue, its new
+	// messages are deferred too, so one key's messages keep their order in
+	// one process (not across a restart or a rebalance, which forget what
+	// is out: then a key's deferred messages may come after newer ones).
+	// Delivery stays at least once: a crash between the republish and the
+	// commit delivers the message twice.
+	Defer    func(ctx context.Context, m *Message) error
+	Deferred func(m *Message) bool
 }
 
 // Priority sorts messages into lanes; a higher lane takes the budget first
@@ -93,6 +115,11 @@ type fairQueue struct {
 	n       atomic.Int64    // q.Len(), readable without the lock
 	blocked atomic.Uint64   // deliveries that waited for their key's share
 
+	deferFn  func(ctx context.Context, m *Message) error // Fairness.Defer
+	deferred func(m *Message) bool
+	out      map[string]int // per key: deferred messages not yet back (Defer)
+	nDefer   atomic.Uint64  // messages deferred
+
 	keyOf  func(m *Message) []byte
 	laneOf func(m *Message) int
 	lanes  int
@@ -109,6 +136,12 @@ func newFairQueue(cfg *Config) (*fairQueue, error) {
 	share := 0.5
 	if fr := cfg.Fairness; fr != nil {
 		fc.Weights = fr.Weights
+		if fr.Defer != nil {
+			f.deferFn, f.deferred, f.out = fr.Defer, fr.Deferred, map[string]int{}
+			if f.deferred == nil {
+				f.deferred = func(*Message) bool { return false }
+			}
+		}
 		if fr.MaxShare != 0 {
 			share = fr.MaxShare
 		}
@@ -147,16 +180,40 @@ func (f *fairQueue) lane(m *Message) int {
 	return l
 }
 
+// errDefer is put's answer when the message is to be deferred (Defer).
+var errDefer = errors.New("pacer: defer")
+
 // put queues it, waiting while the queue is full or its key holds its
-// share. It returns ErrStopping or ctx's error when those end the wait.
-func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item) error {
+// share. It returns ErrStopping or ctx's error when those end the wait, and
+// errDefer (counting the key's message as out) when the message goes to
+// the overflow instead: its key is at its share, or has messages out.
+func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item, mayDefer bool) error {
 	key, lane := f.keyOf(it.m), f.lane(it.m)
+	back := f.deferFn != nil && f.deferred(it.m)
+	mayDefer = mayDefer && f.deferFn != nil && !back
 	counted := false
 	for {
 		f.mu.Lock()
+		if mayDefer && f.out[string(key)] > 0 {
+			f.out[string(key)]++
+			f.mu.Unlock()
+			return errDefer
+		}
 		st := f.q.Push(lane, key, it)
+		if st == algorithms.FairKeyFull && mayDefer {
+			f.out[string(key)]++
+			f.mu.Unlock()
+			return errDefer
+		}
 		if st == algorithms.FairQueued {
 			f.n.Add(1)
+			if back {
+				if n := f.out[string(key)]; n > 1 {
+					f.out[string(key)] = n - 1
+				} else {
+					delete(f.out, string(key))
+				}
+			}
 			f.mu.Unlock()
 			select {
 			case f.avail <- struct{}{}:
@@ -203,17 +260,42 @@ func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item)
 // fair order (waiting for room) and pauses the source at the high watermark.
 func (e *Engine) deliverFair(ctx context.Context, it *item) error {
 	m := it.m
-	if err := e.fair.put(ctx, e.stopping, it); err != nil {
+	err := e.fair.put(ctx, e.stopping, it, true)
+	if err == errDefer {
+		derr := e.fair.deferFn(ctx, m)
+		if derr == nil {
+			e.fair.nDefer.Add(1)
+			e.stats.consumed.Add(1)
+			e.settle(it, SettledDeferred, 0, "")
+			return nil
+		}
+		e.fair.undefer(m)
+		e.log.Warn("pacer: deferring a message of a key at its share failed; it waits for its share", "id", m.ID, "err", derr)
+		err = e.fair.put(ctx, e.stopping, it, false)
+	}
+	if err != nil {
 		e.pending.Add(-1)
 		e.putItem(it)
 		e.refuse(m)
 		return err
 	}
 	e.stats.consumed.Add(1)
-	if e.queued() >= e.cfg.HighWatermark {
+	if e.queueFull() {
 		e.pauseFull()
 	}
 	return nil
+}
+
+// undefer forgets one deferred message of m's key (its republish failed).
+func (f *fairQueue) undefer(m *Message) {
+	key := string(f.keyOf(m))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.out[key]; n > 1 {
+		f.out[key] = n - 1
+	} else {
+		delete(f.out, key)
+	}
 }
 
 // pop takes the next message in fair order (nil if none), waking the
@@ -234,40 +316,11 @@ func (f *fairQueue) pop() *item {
 	return it
 }
 
-// fairPop is a worker's non-blocking take from the fair queue (nil without
-// fairness, or when it is empty).
-func (e *Engine) fairPop() *item {
-	if e.fair == nil {
-		return nil
-	}
-	return e.fair.pop()
-}
-
-// fairAvail is what a worker holding a slot waits on for a push (nil
-// without fairness: never ready).
-func (e *Engine) fairAvail(slot bool) chan struct{} {
-	if e.fair == nil || !slot {
-		return nil
-	}
-	return e.fair.avail
-}
-
 // queued is the number of messages waiting between the source and the
 // workers.
 func (e *Engine) queued() int {
 	if e.fair != nil {
 		return int(e.fair.n.Load())
 	}
-	return len(e.queue)
-}
-
-// drainFair gives back every message still in the fair queue (once the
-// workers and the source have stopped).
-func (e *Engine) drainFair() {
-	if e.fair == nil {
-		return
-	}
-	for it := e.fair.pop(); it != nil; it = e.fair.pop() {
-		e.handBack(it, 0)
-	}
+	return int(e.fifo.n.Load())
 }

@@ -98,6 +98,9 @@ const (
 	SettledTerm
 	// SettledNak: given back for redelivery (stop, or a failed dead-letter write).
 	SettledNak
+	// SettledDeferred: republished to the fairness overflow
+	// (Fairness.Defer), then acked; its copy comes back as a new message.
+	SettledDeferred
 )
 
 func (s Settlement) String() string {
@@ -108,6 +111,8 @@ func (s Settlement) String() string {
 		return "term"
 	case SettledNak:
 		return "nak"
+	case SettledDeferred:
+		return "deferred"
 	}
 	return "unknown"
 }

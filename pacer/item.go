@@ -23,6 +23,7 @@ type item struct {
 	suspect  bool   // held by the open breaker once
 	seen     uint64 // breaker successes when it was held
 	base     int    // attempts that no longer count (made before a hold)
+	size     int64  // payload bytes, counted against QueueBytes while queued
 
 	// wait is the latest admission's wait (kept only with a HookDeliver).
 	wait time.Duration

@@ -2,15 +2,19 @@ package pacer
 
 import "context"
 
-// The queue is a buffered channel of QueueSize between the source and the
-// admission loop. Its watermarks drive Source.Pause/Resume: the source is
-// paused when the queue holds HighWatermark messages and resumed when it has
-// drained to LowWatermark. When the queue is full, deliver blocks (the
-// source's post-pause slop waits there rather than growing memory).
+// The queue sits between the source and the workers: a FIFO (fifoQueue)
+// or, with Fairness or Priority, a fair queue. It is allocated as it fills,
+// up to QueueSize messages (and QueueBytes of payload, when set). Its
+// watermarks drive Source.Pause/Resume: the source is paused when the
+// queue holds HighWatermark messages or QueueBytes bytes, and resumed when
+// it has drained to LowWatermark and half of QueueBytes. When the queue is
+// full, deliver blocks (the source's post-pause slop waits there rather
+// than growing memory).
 //
 // Messages held by the engine = queue (<= QueueSize) + taken from the queue
 // and not yet settled (<= MaxInFlight*BatchSize, retries included), so
-// memory is O(QueueSize + MaxInFlight*BatchSize) whatever the backlog.
+// memory is O(QueueSize + MaxInFlight*BatchSize) whatever the backlog, and
+// O(what is held) when little is.
 
 // deliverFunc is handed to Source.Run.
 func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
@@ -29,31 +33,69 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 	if e.timeEnq {
 		it.enq = e.clock.Now()
 	}
-	if e.fair != nil {
-		return e.deliverFair(ctx, it)
+	if e.cfg.QueueBytes > 0 {
+		it.size = messageSize(m)
 	}
-	select {
-	case e.queue <- it:
-	default:
-		select {
-		case e.queue <- it:
-		case <-e.stopping:
-			e.pending.Add(-1)
-			e.putItem(it)
-			e.refuse(m)
-			return ErrStopping
-		case <-ctx.Done():
-			e.pending.Add(-1)
-			e.putItem(it)
-			e.refuse(m)
-			return ctx.Err()
+	if e.fair != nil {
+		size := it.size
+		e.fairBytes.Add(size)
+		err := e.deliverFair(ctx, it)
+		if err != nil {
+			e.fairBytes.Add(-size)
 		}
+		return err
+	}
+	if err := e.fifo.put(ctx, e.stopping, it); err != nil {
+		e.pending.Add(-1)
+		e.putItem(it)
+		e.refuse(m)
+		return err
 	}
 	e.stats.consumed.Add(1)
-	if e.queued() >= e.cfg.HighWatermark {
+	if e.queueFull() {
 		e.pauseFull()
 	}
 	return nil
+}
+
+// popQueued takes the next queued message (nil if none).
+func (e *Engine) popQueued() *item {
+	if e.fair != nil {
+		return e.fair.pop()
+	}
+	return e.fifo.pop()
+}
+
+// queueAvail is what a worker holding a slot waits on for a message (nil,
+// never ready, without a slot).
+func (e *Engine) queueAvail(slot bool) chan struct{} {
+	switch {
+	case !slot:
+		return nil
+	case e.fair != nil:
+		return e.fair.avail
+	}
+	return e.fifo.avail
+}
+
+// queuedBytes is the payload bytes queued (counted only with QueueBytes).
+func (e *Engine) queuedBytes() int64 {
+	if e.fair != nil {
+		return e.fairBytes.Load()
+	}
+	return e.fifo.bytes.Load()
+}
+
+// queueFull reports whether the queue holds HighWatermark messages or
+// QueueBytes bytes: the source must pause.
+func (e *Engine) queueFull() bool {
+	return e.queued() >= e.cfg.HighWatermark || e.cfg.QueueBytes > 0 && e.queuedBytes() >= e.cfg.QueueBytes
+}
+
+// queueLow reports whether the queue has drained to LowWatermark messages
+// and half of QueueBytes: a source paused for a full queue may resume.
+func (e *Engine) queueLow() bool {
+	return e.queued() <= e.cfg.LowWatermark && (e.cfg.QueueBytes == 0 || e.queuedBytes() <= e.cfg.QueueBytes/2)
 }
 
 // refuse gives back a message handed over while the engine is stopping: it
@@ -86,7 +128,7 @@ func (e *Engine) pauseFull() {
 		return
 	}
 	p.reasons.Store(uint32(old | PauseQueueFull))
-	if e.queued() < e.cfg.HighWatermark {
+	if !e.queueFull() {
 		p.reasons.Store(uint32(old))
 		return
 	}
@@ -102,12 +144,12 @@ func (e *Engine) pauseFull() {
 // dequeued runs in the admission loop after each receive from the queue.
 func (e *Engine) dequeued() {
 	p := &e.pause
-	if !p.has(PauseQueueFull) || e.queued() > e.cfg.LowWatermark {
+	if !p.has(PauseQueueFull) || !e.queueLow() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e.queued() <= e.cfg.LowWatermark {
+	if e.queueLow() {
 		p.clearLocked(PauseQueueFull)
 	}
 }

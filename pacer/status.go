@@ -4,24 +4,31 @@ import "time"
 
 // Status is a JSON-friendly snapshot of the engine, for /status and gauges.
 type Status struct {
-	State          string    `json:"state"` // idle, running, stopping, stopped
-	Rate           float64   `json:"rate_per_second"`
-	ConfiguredRate float64   `json:"configured_rate_per_second"`
-	FloorRate      float64   `json:"floor_rate_per_second,omitempty"`
-	Adaptive       string    `json:"adaptive"`
-	Tokens         float64   `json:"tokens"`
-	QueueDepth     int       `json:"queue_depth"`
-	QueueSize      int       `json:"queue_size"`
-	InFlight       int64     `json:"in_flight"`
-	MaxInFlight    int       `json:"max_in_flight"`
-	Retrying       int       `json:"retrying"`
-	Paused         bool      `json:"paused"`
-	PauseReasons   []string  `json:"pause_reasons,omitempty"`
-	Pauses         uint64    `json:"pauses"`
-	RetryAfter     time.Time `json:"retry_after_until,omitzero"`
+	State          string  `json:"state"` // idle, running, stopping, stopped
+	Rate           float64 `json:"rate_per_second"`
+	ConfiguredRate float64 `json:"configured_rate_per_second"`
+	FloorRate      float64 `json:"floor_rate_per_second,omitempty"`
+	Adaptive       string  `json:"adaptive"`
+	Tokens         float64 `json:"tokens"`
+	QueueDepth     int     `json:"queue_depth"`
+	QueueSize      int     `json:"queue_size"`
+	// QueueBytes is the payload bytes queued, and QueueBytesLimit its
+	// bound (both 0 without Config.QueueBytes).
+	QueueBytes      int64     `json:"queue_bytes,omitempty"`
+	QueueBytesLimit int64     `json:"queue_bytes_limit,omitempty"`
+	InFlight        int64     `json:"in_flight"`
+	MaxInFlight     int       `json:"max_in_flight"`
+	Retrying        int       `json:"retrying"`
+	Paused          bool      `json:"paused"`
+	PauseReasons    []string  `json:"pause_reasons,omitempty"`
+	Pauses          uint64    `json:"pauses"`
+	RetryAfter      time.Time `json:"retry_after_until,omitzero"`
 	// FairShareWaits counts deliveries (with Fairness) that waited because
 	// their key held its MaxShare of the queue: a hot key held back.
 	FairShareWaits uint64 `json:"fair_share_waits,omitempty"`
+	// FairDeferred counts messages republished to the fairness overflow
+	// (Fairness.Defer) because their key held its share.
+	FairDeferred uint64 `json:"fair_deferred,omitempty"`
 	// Breaker is the systemic-failure breaker; Held counts messages it
 	// kept back from the dead-letter path.
 	Breaker BreakerStatus `json:"breaker"`
@@ -84,11 +91,15 @@ func (e *Engine) Status() Status {
 		s.Breaker = e.brk.status()
 	}
 	s.Held = e.stats.held.Load()
+	if e.cfg.QueueBytes > 0 {
+		s.QueueBytes, s.QueueBytesLimit = e.queuedBytes(), e.cfg.QueueBytes
+	}
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
 	}
 	if e.fair != nil {
 		s.FairShareWaits = e.fair.blocked.Load()
+		s.FairDeferred = e.fair.nDefer.Load()
 	}
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true

@@ -14,9 +14,6 @@ import (
 	natssrc "github.com/pacer-dev/pacer/sources/nats"
 )
 
-// backlogInterval is how often a running worker measures its backlog.
-const backlogInterval = 15 * time.Second
-
 // backlogReader is a BacklogReader that holds a connection.
 type backlogReader interface {
 	pacer.BacklogReader

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,31 +145,46 @@ func TestConventionalCLI(t *testing.T) {
 	}
 }
 
-// TestFatalErrorPrintedOnce: a start-up failure is printed once, not logged
-// and then printed again.
+// TestFatalErrorPrintedOnce: every fatal error is printed once, not
+// logged and then printed again: a config problem (exit 2), a broker that
+// refuses (a missing stream), a sink that cannot start, an admin port in
+// use (exit 1). Each run's stderr is searched for the failure's words.
 func TestFatalErrorPrintedOnce(t *testing.T) {
-	cfg := writeFile(t, "sql.yaml", `source:
-  type: nats
-  nats:
-    url: nats://127.0.0.1:1
-    stream: S
-shaping:
-  rate: 1/s
-sink:
-  type: sql
-  sql:
-    driver: sqlite
-    dsn: /no/such/dir/x.db
-    create_table: true
-admin:
-  listen: ""
-`)
-	r := runBin(t, nil, "run", "-c", cfg)
-	if r.code != 1 {
-		t.Fatalf("exit %d want 1\n%s", r.code, r.stderr)
+	url, _, _ := setupNATS(t, 0)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := strings.Count(r.stderr, "create_table"); n != 1 {
-		t.Errorf("the failure appears %d times, want once:\n%s", n, r.stderr)
+	t.Cleanup(func() { busy.Close() })
+	const head = "source:\n  type: nats\n  nats:\n    url: %s\n    stream: %s\nshaping:\n  rate: %s\n"
+	for _, tc := range []struct {
+		name, cfg string
+		code      int
+		once      []string
+	}{
+		{"config problem", fmt.Sprintf(head, url, "S", "0/s") + "sink:\n  type: stdout\nadmin:\n  listen: \"\"\n",
+			2, []string{"zero, which is not allowed", "1 problem(s)"}},
+		{"missing stream", fmt.Sprintf(head, url, "PACER_NO_SUCH_STREAM_"+strconv.Itoa(os.Getpid()), "1/s") + "sink:\n  type: stdout\nadmin:\n  listen: \"\"\n",
+			1, []string{"stream not found"}},
+		{"sink cannot start", fmt.Sprintf(head, "nats://127.0.0.1:1", "S", "1/s") + "sink:\n  type: sql\n  sql:\n    driver: sqlite\n    dsn: /no/such/dir/x.db\n    create_table: true\nadmin:\n  listen: \"\"\n",
+			1, []string{"create_table"}},
+		{"admin port in use", fmt.Sprintf(head, url, "S", "1/s") + "sink:\n  type: stdout\nadmin:\n  listen: " + busy.Addr().String() + "\n",
+			1, []string{"address already in use"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runBin(t, nil, "run", "-c", writeFile(t, "c.yaml", tc.cfg))
+			if r.code != tc.code {
+				t.Fatalf("exit %d want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			for _, w := range tc.once {
+				if n := strings.Count(r.stderr, w); n != 1 {
+					t.Errorf("%q appears %d times, want once:\n%s", w, n, r.stderr)
+				}
+			}
+			if n := strings.Count(r.stderr, "level=ERROR"); n > 1 {
+				t.Errorf("%d ERROR lines, want at most one:\n%s", n, r.stderr)
+			}
+		})
 	}
 }
 

@@ -222,7 +222,7 @@ func (w *worker) watchBacklog(cfg *config.Config) error {
 		return fmt.Errorf("source: backlog: %w", err)
 	}
 	w.closers.add(r.Close)
-	w.backlog = &backlogWatch{reader: r, interval: backlogInterval, rate: func() float64 { return w.engine.Status().Rate }}
+	w.backlog = &backlogWatch{reader: r, interval: w.cfg.Source.BacklogInterval.D(), rate: func() float64 { return w.engine.Status().Rate }}
 	return w.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return w.backlog.snapshot(time.Now()) }))
 }
 
@@ -270,9 +270,11 @@ func (w *worker) close() {
 // else that changed needs a restart, and is logged as such.
 func (w *worker) reload(e *env, path string) {
 	log := w.log
-	// SIGHUP also lifts a pause the downstream imposed, whatever the file
-	// says (an operator's way out of a hostile Retry-After).
+	// SIGHUP also lifts a pause the downstream imposed and closes an open
+	// systemic-failure breaker, whatever the file says (an operator's way
+	// out of a hostile Retry-After, or back in after fixing the pipeline).
 	w.engine.ClearPause()
+	w.engine.ResetBreaker()
 	data, err := readFile(path)
 	if err != nil {
 		log.Error("pacer: reload failed; keeping the current settings", "err", err)
@@ -316,7 +318,7 @@ func (w *worker) reload(e *env, path string) {
 	}{
 		{"source", w.cfg.Source, cfg.Source}, {"sink", w.cfg.Sink, cfg.Sink}, {"dead_letter", w.cfg.DeadLetter, cfg.DeadLetter},
 		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
-		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
+		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.queue_bytes", w.cfg.Shaping.QueueBytes, cfg.Shaping.QueueBytes}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
 		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
 		{"shaping.fairness", w.cfg.Shaping.Fairness, cfg.Shaping.Fairness}, {"shaping.priority", w.cfg.Shaping.Priority, cfg.Shaping.Priority},
 	} {
@@ -504,9 +506,10 @@ func (w *worker) serveAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 		token, _ = w.lookup(tokenEnv)
 	}
 	h := admin.New(admin.Config{
-		Status:     w.status,
-		Gatherer:   w.reg,
-		ClearPause: func() bool { return w.engine != nil && w.engine.ClearPause() },
+		Status:       w.status,
+		Gatherer:     w.reg,
+		ClearPause:   func() bool { return w.engine != nil && w.engine.ClearPause() },
+		ResetBreaker: func() bool { return w.engine != nil && w.engine.ResetBreaker() },
 		SetRate: func(r algorithmsRate) error {
 			if err := w.engine.SetRate(r); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -22,7 +23,8 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
 	addr := freeAddr(t)
-	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "5/s"))
+	// Measured every second, not every 15 s.
+	cfgPath := writeFile(t, "run.yaml", strings.Replace(runConfig(url, stream, api.URL(), addr, "5/s"), "source:\n", "source:\n  backlog_interval: 1s\n", 1))
 
 	if r := runBin(t, nil, "healthcheck", "--addr", addr, "--timeout", "1s"); r.code != 1 {
 		t.Errorf("healthcheck with no worker = exit %d, want 1 (%s)", r.code, r.stderr)
@@ -37,6 +39,17 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 		var err error
 		st, err = getStatus(addr)
 		return err == nil && num(st, "backlog", "messages") > 0
+	})
+	// source.backlog_interval: three distinct measurements well within
+	// the default interval of 15 s.
+	seen := map[string]bool{}
+	testkit.Eventually(t, 12*time.Second, "three backlog measurements (backlog_interval: 1s)", func() bool {
+		if s, err := getStatus(addr); err == nil {
+			if b, _ := s["backlog"].(map[string]any); b != nil {
+				seen[fmt.Sprint(b["measured_at"])] = true
+			}
+		}
+		return len(seen) >= 3
 	})
 	if m := num(st, "backlog", "messages"); m > n {
 		t.Errorf("backlog %v messages, more than the %d published", m, n)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,3 +283,80 @@ func distinctKeys(reqs []testapi.Request) int {
 }
 
 var _ jetstream.JetStream
+
+// TestSystemicClearedByOperator: with the next probe an hour away, the
+// operator brings a fixed pipeline back at once: SIGHUP closes the open
+// breaker (here while the API still fails: it trips again on the next
+// failure, nothing dead-lettered), and, once the API is fixed, an
+// authenticated POST /resume closes it and every held message is delivered.
+func TestSystemicClearedByOperator(t *testing.T) {
+	const n = 100
+	url, stream, _ := setupNATS(t, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	api.SetFailure(testapi.FailStatus(401))
+	addr := freeAddr(t)
+	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
+	text := systemicHTTPConfig(url, stream, api.URL(), "", "  max_attempts: 3", dlq, addr)
+	text = strings.Replace(text, "  probe_initial: 200ms\n  probe_max: 1s\n", "  probe_initial: 1h\n  probe_max: 1h\n", 1)
+	text = strings.Replace(text, "admin:\n", "admin:\n  token_env: PACER_TEST_ADMIN_TOKEN\n", 1)
+	cfg := writeFile(t, "c.yaml", text)
+	p := start(t, []string{"PACER_TEST_ADMIN_TOKEN=op-token"}, "run", "-c", cfg)
+	breaker := func() map[string]any {
+		st, err := getStatus(addr)
+		if err != nil {
+			return nil
+		}
+		b, _ := st["engine"].(map[string]any)["breaker"].(map[string]any)
+		return b
+	}
+	testkit.Eventually(t, 30*time.Second, "breaker open on http 401", func() bool {
+		b := breaker()
+		return b != nil && b["open"] == true
+	})
+
+	// SIGHUP while still broken: cleared, then tripped again.
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	testkit.Eventually(t, 30*time.Second, "reset by SIGHUP, tripped again", func() bool {
+		b := breaker()
+		return b != nil && b["resets"] == float64(1) && b["trips"] == float64(2) && b["open"] == true
+	})
+	if !strings.Contains(p.logs(), "cleared by the operator") {
+		t.Errorf("no log line for the SIGHUP reset:\n%s", p.logs())
+	}
+
+	// Fixed API, POST /resume with the token: everything goes out now,
+	// not in an hour.
+	api.SetFailure(testapi.FailNone)
+	post := func(token string) (int, string) {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/resume", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := post("wrong"); code != 401 {
+		t.Errorf("POST /resume with a wrong token = %d, want 401", code)
+	}
+	if b := breaker(); b == nil || b["open"] != true {
+		t.Fatalf("breaker %v after a refused resume, want still open", b)
+	}
+	if code, body := post("op-token"); code != 200 || !strings.Contains(body, `"breaker":true`) {
+		t.Errorf("POST /resume = %d %q, want 200 with breaker cleared", code, body)
+	}
+	testkit.Eventually(t, 60*time.Second, "every message delivered after the resume", func() bool {
+		st, err := getStatus(addr)
+		return err == nil && num(st, "engine", "acked") == n
+	})
+	st, _ := getStatus(addr)
+	if d := num(st, "engine", "dead_lettered"); d != 0 {
+		t.Errorf("dead_lettered = %v, want 0", d)
+	}
+	if code := p.stop(t, 30*time.Second); code != 0 {
+		t.Errorf("exit = %d", code)
+	}
+}

@@ -347,6 +347,7 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 		State:         state,
 		StateInterval: cfg.Shaping.StateInterval.D(),
 		QueueSize:     cfg.Shaping.QueueSize,
+		QueueBytes:    int64(cfg.Shaping.QueueBytes),
 		MaxInFlight:   cfg.Shaping.MaxInFlight,
 		BatchSize:     cfg.Batching.Size,
 		BatchLinger:   cfg.Batching.Linger.D(),

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -123,4 +124,38 @@ func TestKillRestartKafkaDefaults(t *testing.T) {
 	}
 	t.Logf("RESULT kafka kill at defaults: %d messages, unique %d, repeats %d (bound 16)", n, tl.unique, tl.dups)
 	checkArrivals(t, api, 100, 50, 200, 2)
+}
+
+// TestWireEnvelopeBinaryNATS: the measurement through the binary:
+// 20,000 messages waiting in JetStream, drained at 2,000/s, burst 200,
+// max_in_flight 16, arrivals at the API checked against r(t2-t1)+b. The
+// sink pre-dials its connections before the first admission, so the
+// burst does not go out over connections still being set up. About 12 s
+// of real time, so it runs only with PACER_WIRE_FIGURES=1; the bound is the
+// issue's target (2 messages) and wants a quiet machine:
+//
+//	PACER_WIRE_FIGURES=1 go test -count=1 -run TestWireEnvelopeBinaryNATS -v ./internal/chaos/
+func TestWireEnvelopeBinaryNATS(t *testing.T) {
+	if os.Getenv("PACER_WIRE_FIGURES") != "1" {
+		t.Skip("real-time figure (~15 s, wants a quiet machine): set PACER_WIRE_FIGURES=1")
+	}
+	const n, rate, burst = 20_000, 2000, 200
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	publishNATS(t, js, stream+".in", 0, n)
+	api := testapi.New(testapi.Config{})
+	t.Cleanup(api.Close)
+	shaping := fmt.Sprintf("rate: %d/s\nburst: %d\nmax_in_flight: 16\nqueue_size: 1000", rate, burst)
+	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", shaping, ""))
+	w := startWorker(t, cfg, "")
+	eventually(t, 120*time.Second, "every message accepted", func() bool {
+		return count(api.Accepted()).unique >= n
+	})
+	if code := w.stop(t); code != 0 {
+		t.Errorf("SIGTERM: exit %d want 0", code)
+	}
+	ts := api.Arrivals()
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	t.Logf("RESULT first arrival %s, last %s", ts[0].Format("15:04:05.000000"), ts[len(ts)-1].Format("15:04:05.000000"))
+	checkArrivals(t, api, rate, burst, 0, 2)
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// hints are warnings found while decoding (a value a comment may have
 	// cut), returned by Warnings.
 	hints Problems
+	// secretLines are the file's lines that hold a secret (see
+	// scanSecretLines), hidden by RedactLine even when the YAML is broken.
+	secretLines map[int]bool
 }
 
 // Bounds of source.backlog_interval, and its default.
@@ -162,6 +165,10 @@ type Shaping struct {
 	// QueueSize bounds messages held waiting for admission; beyond it the
 	// source is paused.
 	QueueSize int `yaml:"queue_size" json:"queue_size"`
+	// QueueBytes, when set, also bounds the payload bytes (key, value,
+	// headers) of the queued messages: beyond it the source is paused and
+	// the next message waits (one larger than the bound passes alone).
+	QueueBytes ByteSize `yaml:"queue_bytes" json:"queue_bytes"`
 	// MaxInFlight bounds concurrent deliveries to the sink.
 	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
 	// StartEmpty starts the bucket with no tokens (no burst at start-up).

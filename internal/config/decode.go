@@ -112,6 +112,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		return &cfg, Problems{p}
 	}
 	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
+	cfg.secretLines = scanSecretLines(data)
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return &cfg, Problems{syntaxProblem(err, data)}

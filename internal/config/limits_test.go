@@ -59,3 +59,30 @@ func TestBacklogInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueBytes: shaping.queue_bytes takes human sizes, is off by
+// default, refuses nonsense and tiny bounds with the line, and the summary
+// says what it does.
+func TestQueueBytes(t *testing.T) {
+	with := func(v string) string {
+		return strings.Replace(minimal, "rate: 100/s\n", "rate: 100/s\n  queue_bytes: "+v+"\n", 1)
+	}
+	if got := mustParse(t, minimal, nil).Shaping.QueueBytes; got != 0 {
+		t.Errorf("default queue_bytes = %d, want 0 (off)", got)
+	}
+	for v, want := range map[string]ByteSize{"64MiB": 64 << 20, "500MB": 500e6, "1048576": 1 << 20, "900k": 900e3, "1.5GiB": 3 << 29, "0": 0} {
+		if got := mustParse(t, with(v), nil).Shaping.QueueBytes; got != want {
+			t.Errorf("queue_bytes: %s = %d, want %d", v, got, want)
+		}
+	}
+	for v, msg := range map[string]string{"lots": "want a size such as 64MiB", "12 parsecs": "want a size", "-5MB": "want a size", "100": "below 1KiB", "1.5": "not a whole number"} {
+		ps := problemsOf(t, with(v), nil)
+		if len(ps) != 1 || ps[0].Path != "shaping.queue_bytes" || ps[0].Line != 7 || !strings.Contains(ps[0].Msg, msg) {
+			t.Errorf("queue_bytes: %s: problems %v, want one on line 7 saying %q", v, ps, msg)
+		}
+	}
+	c := mustParse(t, with("64MiB"), nil)
+	if s := c.Summary(); !strings.Contains(s, "1000 waiting messages or 64MiB of their payloads") {
+		t.Errorf("summary does not state the byte bound:\n%s", s)
+	}
+}

@@ -19,11 +19,72 @@ var secretKeys = map[string]bool{"password": true, "token": true, "dsn": true, "
 func (c *Config) RedactLine(n int, line string) string {
 	key, _, hasColon := strings.Cut(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- ")), ":")
 	key = strings.Trim(key, `"'`)
-	if hasColon && (secretKeys[key] || c != nil && c.secretAt(n)) {
+	secret := hasColon && secretKeys[key] || c != nil && (c.secretAt(n) || c.secretLines[n])
+	for k := range secretKeys {
+		if strings.Contains(line, k+":") {
+			secret = true // inside a flow mapping: {user: u, password: p}
+		}
+	}
+	if secret {
 		i := strings.Index(line, ":")
+		if i < 0 {
+			return strings.Repeat(" ", len(line)-len(strings.TrimLeft(line, " "))) + redacted
+		}
 		return line[:i+1] + " " + redacted
 	}
 	return redact.Text(line)
+}
+
+// scanSecretLines finds the lines of data that hold a secret by their
+// indentation alone, so that they stay hidden even when the YAML does not
+// parse (a problem on such a line shows it): a key whose field path is a
+// Secret (or a mapping of them, as sink.http.headers), every line nested
+// under it, and the continuation lines of its block scalar.
+func scanSecretLines(data []byte) map[int]bool {
+	type level struct {
+		indent int
+		key    string
+	}
+	var stack []level
+	out := map[int]bool{}
+	secretIndent := -1 // lines more indented than this are inside a secret
+	for i, line := range strings.Split(string(data), "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		indent := len(line) - len(trimmed)
+		if strings.TrimSpace(trimmed) == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if secretIndent >= 0 {
+			if indent > secretIndent {
+				out[i+1] = true
+				continue
+			}
+			secretIndent = -1
+		}
+		item := strings.HasPrefix(trimmed, "- ")
+		if item {
+			trimmed = strings.TrimLeft(trimmed[2:], " ")
+			indent = len(line) - len(trimmed)
+		}
+		key, _, ok := strings.Cut(trimmed, ":")
+		if !ok || strings.ContainsAny(key, "{[") {
+			continue
+		}
+		key = strings.Trim(strings.TrimSpace(key), `"'`)
+		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+			stack = stack[:len(stack)-1]
+		}
+		stack = append(stack, level{indent, key})
+		path := make([]string, len(stack))
+		for j, l := range stack {
+			path[j] = l.key
+		}
+		if isSecretPath(strings.Join(path, ".")) {
+			out[i+1] = true
+			secretIndent = indent
+		}
+	}
+	return out
 }
 
 // secretAt reports whether a Secret field (or a mapping of secrets, such

@@ -97,7 +97,11 @@ func (c *Config) Summary() string {
 		}
 		fmt.Fprintf(&b, ", adapting the rate (%s) between %s and %s from the downstream's feedback", s.Adaptive.Mode, floor, s.Rate)
 	}
-	fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
+	if s.QueueBytes > 0 {
+		fmt.Fprintf(&b, "; hold at most %d waiting messages or %s of their payloads (then pause the source) and %d deliveries in flight", s.QueueSize, s.QueueBytes, s.MaxInFlight)
+	} else {
+		fmt.Fprintf(&b, "; hold at most %d waiting messages (then pause the source) and %d deliveries in flight", s.QueueSize, s.MaxInFlight)
+	}
 	switch c.Sink.Type {
 	case "http":
 		fmt.Fprintf(&b, "; %s each message to %s", c.Sink.HTTP.Method, redact.Text(c.Sink.HTTP.URL))

@@ -170,3 +170,69 @@ var (
 	_ fmt.GoStringer = Secret{}
 	_ slog.LogValuer = Secret{}
 )
+
+// ByteSize is a size in bytes written for humans: "64MiB", "512KB", "1GB",
+// "900k" or a plain number of bytes. KB, MB, GB (and k, M, G) are powers
+// of 1000; KiB, MiB, GiB powers of 1024. Zero means "not set".
+type ByteSize int64
+
+// UnmarshalYAML parses a size.
+func (b *ByteSize) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err != nil {
+		return fmt.Errorf("want a size such as 64MiB or 500MB")
+	}
+	v, err := parseByteSize(s)
+	if err != nil {
+		return err
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+func parseByteSize(s string) (int64, error) {
+	bad := fmt.Errorf("want a size such as 64MiB, 500MB or 1048576 (bytes), got %q", s)
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	if i == 0 {
+		return 0, bad
+	}
+	num, err := strconv.ParseFloat(t[:i], 64)
+	if err != nil || num < 0 {
+		return 0, bad
+	}
+	mult := map[string]float64{"": 1, "B": 1,
+		"k": 1e3, "K": 1e3, "KB": 1e3, "kB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9,
+		"KiB": 1 << 10, "Ki": 1 << 10, "MiB": 1 << 20, "Mi": 1 << 20, "GiB": 1 << 30, "Gi": 1 << 30}[strings.TrimSpace(t[i:])]
+	if mult == 0 {
+		return 0, bad
+	}
+	v := num * mult
+	if v >= 1<<62 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	if v != float64(int64(v)) {
+		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
+	}
+	return int64(v), nil
+}
+
+// String formats b in the largest binary unit that divides it.
+func (b ByteSize) String() string {
+	v := int64(b)
+	for _, u := range []struct {
+		n    int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if v >= u.n && v%u.n == 0 {
+			return strconv.FormatInt(v/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(v, 10) + "B"
+}
+
+// MarshalText writes b as a size (JSON, logs).
+func (b ByteSize) MarshalText() ([]byte, error) { return []byte(b.String()), nil }

@@ -205,6 +205,9 @@ func (v *validator) shaping() {
 	}
 	v.positive("shaping.queue_size", s.QueueSize)
 	v.positive("shaping.max_in_flight", s.MaxInFlight)
+	if s.QueueBytes != 0 && s.QueueBytes < MinQueueBytes {
+		v.add("shaping.queue_bytes", "%s is below %s: set at least one message's worth, or 0 for no byte bound", s.QueueBytes, MinQueueBytes)
+	}
 	if s.QueueSize > MaxQueueSize {
 		v.add("shaping.queue_size", "%d is above the limit %d (the queue is held in memory; a larger backlog stays in the broker)", s.QueueSize, MaxQueueSize)
 	}
@@ -434,11 +437,13 @@ func (v *validator) misc() {
 	v.breaker()
 }
 
-// Limits on what the engine holds in memory: the queue is allocated up
-// front and each in-flight slot is a worker goroutine.
+// Limits on what the engine may hold in memory: the queue grows with what
+// it holds (up to queue_size) and each busy in-flight slot is a goroutine.
 const (
 	MaxQueueSize     = 1_000_000
 	MaxInFlightLimit = 10_000
+	// MinQueueBytes is the smallest byte bound (0 turns it off).
+	MinQueueBytes ByteSize = 1 << 10
 )
 
 func (v *validator) breaker() {

@@ -219,6 +219,7 @@ type statusCollector Prometheus
 var (
 	descQueueDepth = prometheus.NewDesc("pacer_queue_depth_messages", "Messages waiting in the queue between source and shaper.", nil, nil)
 	descQueueCap   = prometheus.NewDesc("pacer_queue_capacity_messages", "Capacity of the queue.", nil, nil)
+	descQueueBytes = prometheus.NewDesc("pacer_queue_bytes", "Payload bytes (key, value, headers) of the queued messages, counted with a byte bound (shaping.queue_bytes); 0 without.", nil, nil)
 	descInFlight   = prometheus.NewDesc("pacer_dispatch_in_flight_messages", "Messages taken from the queue and not yet settled (deliveries, retries).", nil, nil)
 	descRetrying   = prometheus.NewDesc("pacer_retry_pending_messages", "Messages waiting for their next attempt.", nil, nil)
 	descPaused     = prometheus.NewDesc("pacer_source_paused", "1 while the source is paused, by reason.", []string{"reason"}, nil)
@@ -235,7 +236,7 @@ var (
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause, descBrkOpen, descBrkTrips, descBrkResets, descBrkHeld} {
+	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descQueueBytes, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause, descBrkOpen, descBrkTrips, descBrkResets, descBrkHeld} {
 		ch <- d
 	}
 }
@@ -253,6 +254,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(descQueueDepth, float64(s.QueueDepth))
 	g(descQueueCap, float64(s.QueueSize))
+	g(descQueueBytes, float64(s.QueueBytes))
 	g(descInFlight, float64(s.InFlight))
 	g(descRetrying, float64(s.Retrying))
 	for _, r := range []pacer.PauseReason{pacer.PauseQueueFull, pacer.PauseShaper, pacer.PauseRetryAfter, pacer.PauseStopping, pacer.PauseBroken} {

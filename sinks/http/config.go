@@ -60,6 +60,7 @@ const (
 	DefaultTimeout           = 10 * time.Second
 	DefaultIdempotencyHeader = "Idempotency-Key"
 	DefaultMaxInFlight       = 16
+	DefaultIdleTimeout       = 30 * time.Second
 )
 
 // Config configures a Sink. Only URL is required.
@@ -90,6 +91,19 @@ type Config struct {
 	// host); set it to the engine's max in flight. 0 means
 	// DefaultMaxInFlight.
 	MaxInFlight int
+	// PreDial is how many keep-alive connections the sink opens before its
+	// first request (Warm) and keeps open while it runs, re-dialling one
+	// the server closes or that sat unused for IdleTimeout, so a request
+	// never waits for a TCP or TLS handshake and connection set-up never
+	// bunches requests together at the API. 0 means MaxInFlight; negative
+	// turns it off (connections are dialled when a request needs one).
+	// Not used through a proxy, nor with Client.
+	PreDial int
+	// IdleTimeout closes a connection unused this long (a pre-dialled one
+	// is then re-dialled). Keep it below the API's own keep-alive timeout
+	// so the API never closes a connection as a request starts on it.
+	// 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// TLS configures https URLs.
 	TLS TLSConfig
 	// IdempotencyHeader names the header carrying the message ID; "" means

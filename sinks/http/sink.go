@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type Sink struct {
 	now         func() time.Time
 	client      *http.Client
 	ownClient   bool
+	pool        *connPool // nil: connections dialled on demand
 
 	static    []header           // expanded, validated fixed headers
 	templated []tmplHeader       // per-message headers
@@ -162,16 +164,37 @@ func New(cfg Config) (*Sink, error) {
 		if pool <= 0 {
 			pool = DefaultMaxInFlight
 		}
+		idle := cfg.IdleTimeout
+		if idle == 0 {
+			idle = DefaultIdleTimeout
+		}
+		if idle < 0 {
+			bad("idle_timeout %v is negative", idle)
+		}
+		dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 		tr := &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			DialContext:           dialer.DialContext,
 			TLSClientConfig:       tc,
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          pool,
 			MaxIdleConnsPerHost:   pool,
-			IdleConnTimeout:       90 * time.Second,
+			IdleConnTimeout:       idle,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
+		}
+		pre := cfg.PreDial
+		if pre == 0 {
+			pre = pool
+		}
+		if pre > 0 && idle > 0 && len(errs) == 0 {
+			if addr, tlsCfg, ok := preDialTarget(s.url, tc); ok {
+				s.pool = newConnPool(addr, tlsCfg, dialer, pre, idle)
+				tr.DialContext = s.pool.dial
+				if tlsCfg != nil {
+					tr.DialTLSContext = s.pool.dial
+				}
+			}
 		}
 		var rt http.RoundTripper = tr
 		if cfg.WrapTransport != nil {
@@ -192,12 +215,65 @@ func New(cfg Config) (*Sink, error) {
 	return s, nil
 }
 
-// Close releases idle keep-alive connections of the client the sink built.
+// Close releases idle keep-alive connections of the client the sink built,
+// and the pre-dialled ones.
 func (s *Sink) Close() error {
+	if s.pool != nil {
+		s.pool.close()
+	}
 	if s.ownClient {
 		s.client.CloseIdleConnections()
 	}
 	return nil
+}
+
+// Warm implements pacer.Warmer: it opens the pre-dialled connections
+// (Config.PreDial) and waits until each first dial succeeded or failed, or
+// ctx is done. The engine calls it before its first admission, so the first
+// requests find their connections ready. An error (the API unreachable) is
+// not fatal: requests dial again (and Ready follows their outcome).
+func (s *Sink) Warm(ctx context.Context) error {
+	if s.pool == nil {
+		return nil
+	}
+	if err := s.pool.wait(ctx); err != nil {
+		return fmt.Errorf("httpsink: pre-dialling %s: %w", redact.URL(s.url), redactErr(err))
+	}
+	return nil
+}
+
+// preDialTarget is the address connections to rawURL go to, and the TLS
+// configuration to shake hands with (nil for http). ok is false when a
+// proxy is configured for the URL: connections then go to the proxy.
+func preDialTarget(rawURL string, tc *tls.Config) (addr string, tlsCfg *tls.Config, ok bool) {
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	if err != nil {
+		return "", nil, false
+	}
+	if p, err := http.ProxyFromEnvironment(req); err != nil || p != nil {
+		return "", nil, false
+	}
+	u := req.URL
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	addr = net.JoinHostPort(u.Hostname(), port)
+	if u.Scheme != "https" {
+		return addr, nil, true
+	}
+	if tc == nil {
+		tlsCfg = &tls.Config{}
+	} else {
+		tlsCfg = tc.Clone()
+	}
+	if tlsCfg.ServerName == "" {
+		tlsCfg.ServerName = u.Hostname()
+	}
+	if len(tlsCfg.NextProtos) == 0 {
+		tlsCfg.NextProtos = []string{"h2", "http/1.1"}
+	}
+	return addr, tlsCfg, true
 }
 
 // Deliver implements pacer.Sink. Without batching it sends msgs one request

@@ -211,6 +211,16 @@ type Config struct {
 	// KeyHeader names the header whose value becomes Message.Key
 	// ("Pacer-Key" if empty).
 	KeyHeader string
+	// SubjectToken, when > 0, pulls each value of this subject token
+	// (1-based; FilterSubject must have '*' there, e.g. jobs.*.> with 2)
+	// through its own durable consumer Consumer_<value>, so a hot tenant
+	// at its fairness share waits alone (see subjects.go). Needs Create.
+	SubjectToken int
+	// DiscoverInterval is how often new tenants are looked for in the
+	// stream (default 2s); ConsumerInactive is when the server removes a
+	// tenant's unused consumer (default 1h).
+	DiscoverInterval time.Duration
+	ConsumerInactive time.Duration
 	// ReturnDelay is the NakWithDelay used for messages fetched but never
 	// handed over because the Source stopped (default 100ms).
 	ReturnDelay time.Duration
@@ -236,6 +246,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAckPending > 0 && c.Batch > c.MaxAckPending {
 		return fmt.Errorf("%w: batch %d exceeds max_ack_pending %d", ErrInvalidConfig, c.Batch, c.MaxAckPending)
+	}
+	if err := c.validateSubjectToken(); err != nil {
+		return err
 	}
 	if c.NC == nil {
 		return c.Conn.validate()
@@ -265,6 +278,12 @@ func (c *Config) withDefaults() Config {
 	}
 	if cc.KeyHeader == "" {
 		cc.KeyHeader = "Pacer-Key"
+	}
+	if cc.DiscoverInterval == 0 {
+		cc.DiscoverInterval = 2 * time.Second
+	}
+	if cc.ConsumerInactive == 0 {
+		cc.ConsumerInactive = time.Hour
 	}
 	if cc.ReturnDelay == 0 {
 		cc.ReturnDelay = 100 * time.Millisecond

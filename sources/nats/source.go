@@ -70,6 +70,7 @@ type Source struct {
 	maxDeliver atomic.Int64
 	// connErr says why Run cannot reach the server yet (nil once connected).
 	connErr atomic.Pointer[string]
+	paths   atomic.Int64 // per-subject paths started (SubjectToken)
 }
 
 // tracked is one fetched message until it is settled.
@@ -172,6 +173,9 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	s.mu.Lock()
 	s.nc, s.ownNC = nc, own
 	s.mu.Unlock()
+	if s.cfg.SubjectToken > 0 {
+		return s.runPerSubject(ctx, nc, deliver)
+	}
 
 	cons, ackWait, err := s.consumer(ctx, nc)
 	if err != nil {
