@@ -186,6 +186,12 @@ type Shaping struct {
 	// restarted worker never spends a second burst. With a StateDir but no
 	// saved state yet, the bucket starts empty.
 	StateDir string `yaml:"state_dir" json:"state_dir"`
+	// StateKey, with shaping.global's Redis, keeps the same state in Redis
+	// instead of a file, under Prefix+"{"+key+"}:state:"+StateKey (it
+	// expires after a minute unsaved). One per worker, e.g. ${HOSTNAME}:
+	// two workers sharing one would overwrite each other's state. Exclusive
+	// with StateDir.
+	StateKey string `yaml:"state_key" json:"state_key"`
 	// StateInterval is how often the state is saved (default 250ms).
 	StateInterval Duration `yaml:"state_interval" json:"state_interval"`
 	PerKey        PerKey   `yaml:"per_key" json:"per_key"`

@@ -434,6 +434,16 @@ func (v *validator) misc() {
 	if c.Shaping.StateInterval < 0 {
 		v.add("shaping.state_interval", "must be >= 0")
 	}
+	if k := c.Shaping.StateKey; k != "" {
+		switch {
+		case c.Shaping.StateDir != "":
+			v.add("shaping.state_key", "state_dir and state_key are exclusive: the state goes to a file or to Redis")
+		case c.Shaping.Global.RedisURL.IsZero():
+			v.add("shaping.state_key", "needs shaping.global.redis_url: the state is kept in that Redis")
+		case strings.ContainsAny(k, "{}"):
+			v.add("shaping.state_key", "%q must not contain '{' or '}'", k)
+		}
+	}
 	v.breaker()
 }
 
