@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -61,6 +62,20 @@ func (a *All) Cancel(now time.Time, n int) {
 	for _, l := range a.lims {
 		l.Cancel(now, n)
 	}
+}
+
+// Tokens returns the fewest Tokens of the members that read theirs (+Inf
+// when none does, as the zero value admits everything).
+func (a *All) Tokens(now time.Time) float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	least := math.Inf(1)
+	for _, l := range a.lims {
+		if tr, ok := l.(TokenReader); ok {
+			least = min(least, tr.Tokens(now))
+		}
+	}
+	return least
 }
 
 // Limiters returns the members, in order.

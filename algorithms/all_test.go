@@ -8,7 +8,7 @@ import (
 
 func TestAllSteps(t *testing.T) {
 	perSec := newTB(t, TokenBucketConfig{Rate: PerSecond(2), Burst: 2})
-	daily, err := NewFixedWindow(WindowConfig{Limit: 3, Window: 24 * time.Hour})
+	daily, err := NewFixedWindow(WindowConfig{Limit: 3, Window: 24 * time.Hour}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +58,10 @@ func limiterMakers(t testing.TB) []func(rng *rand.Rand) Limiter {
 			return must(NewLeakyPacer(LeakyPacerConfig{Rate: rate(rng), Capacity: 1 + rng.IntN(4), Slack: rng.IntN(2)}, t0))
 		},
 		func(rng *rand.Rand) Limiter {
-			return must(NewFixedWindow(WindowConfig{Limit: 1 + rng.IntN(6), Window: time.Duration(1+rng.IntN(500)) * time.Millisecond}))
+			return must(NewFixedWindow(WindowConfig{Limit: 1 + rng.IntN(6), Window: time.Duration(1+rng.IntN(500)) * time.Millisecond}, t0))
 		},
 		func(rng *rand.Rand) Limiter {
-			return must(NewSlidingWindow(WindowConfig{Limit: 1 + rng.IntN(6), Window: 400 * time.Millisecond, Buckets: 4}))
+			return must(NewSlidingWindow(WindowConfig{Limit: 1 + rng.IntN(6), Window: 400 * time.Millisecond, Buckets: 4}, t0))
 		},
 		func(rng *rand.Rand) Limiter {
 			return must(NewSlidingLog(WindowConfig{Limit: 1 + rng.IntN(6), Window: time.Duration(1+rng.IntN(500)) * time.Millisecond}, t0))

@@ -36,15 +36,17 @@ func TestAllowIsReserveAtZeroWait(t *testing.T) {
 		"LeakyPacer": func(now time.Time) (allower, error) {
 			return NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: 3}, now)
 		},
-		"FixedWindow": func(time.Time) (allower, error) { return NewFixedWindow(WindowConfig{Limit: 4, Window: time.Second}) },
-		"SlidingWindow": func(time.Time) (allower, error) {
-			return NewSlidingWindow(WindowConfig{Limit: 4, Window: time.Second, Buckets: 4})
+		"FixedWindow": func(now time.Time) (allower, error) {
+			return NewFixedWindow(WindowConfig{Limit: 4, Window: time.Second}, now)
+		},
+		"SlidingWindow": func(now time.Time) (allower, error) {
+			return NewSlidingWindow(WindowConfig{Limit: 4, Window: time.Second, Buckets: 4}, now)
 		},
 		"SlidingLog": func(now time.Time) (allower, error) {
 			return NewSlidingLog(WindowConfig{Limit: 4, Window: time.Second}, now)
 		},
-		"CalendarWindow": func(time.Time) (allower, error) {
-			return NewCalendarWindow(CalendarWindowConfig{Limit: 6, Period: Day, Loc: time.UTC})
+		"CalendarWindow": func(now time.Time) (allower, error) {
+			return NewCalendarWindow(CalendarWindowConfig{Limit: 6, Period: Day, Loc: time.UTC}, now)
 		},
 		"WarmUp": func(now time.Time) (allower, error) {
 			return NewWarmUp(WarmUpConfig{Rate: r, WarmUp: 3 * time.Second, ColdFactor: 3, MaxWait: time.Second}, now)
@@ -54,7 +56,7 @@ func TestAllowIsReserveAtZeroWait(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			w, err := NewFixedWindow(WindowConfig{Limit: 5, Window: 2 * time.Second})
+			w, err := NewFixedWindow(WindowConfig{Limit: 5, Window: 2 * time.Second}, now)
 			if err != nil {
 				return nil, err
 			}
@@ -99,7 +101,7 @@ func TestKeyedAllowKey(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	k, err := NewKeyed(KeyedConfig{MaxKeys: 10, New: func(now time.Time) (Limiter, error) {
 		return NewTokenBucket(TokenBucketConfig{Rate: Rate{Count: 1, Per: time.Second}, Burst: 2, MaxWait: time.Minute}, now)
-	}})
+	}}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,10 +56,10 @@ func benchCases() []benchCase {
 			return reserve(must(NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: 100}, now)))
 		}},
 		{"fixedwindow", func(now time.Time) func(time.Time) bool {
-			return reserve(must(NewFixedWindow(WindowConfig{Limit: 1000, Window: 100 * time.Microsecond})))
+			return reserve(must(NewFixedWindow(WindowConfig{Limit: 1000, Window: 100 * time.Microsecond}, now)))
 		}},
 		{"slidingwindow10", func(now time.Time) func(time.Time) bool {
-			return reserve(must(NewSlidingWindow(WindowConfig{Limit: 1000, Window: 100 * time.Microsecond, Buckets: 10})))
+			return reserve(must(NewSlidingWindow(WindowConfig{Limit: 1000, Window: 100 * time.Microsecond, Buckets: 10}, now)))
 		}},
 		{"slidinglog", func(now time.Time) func(time.Time) bool {
 			return reserve(must(NewSlidingLog(WindowConfig{Limit: 1000, Window: 100 * time.Microsecond}, now)))
@@ -70,7 +70,7 @@ func benchCases() []benchCase {
 		{"keyed1k-gcra", func(now time.Time) func(time.Time) bool {
 			k := must(NewKeyed(KeyedConfig{MaxKeys: 1000, IdleTTL: time.Hour, New: func(now time.Time) (Limiter, error) {
 				return NewGCRA(GCRAConfig{Rate: r, Burst: 100}, now)
-			}}))
+			}}, now))
 			keys := make([][]byte, 1000)
 			for i := range keys {
 				keys[i] = []byte(fmt.Sprintf("tenant-%d", i))
@@ -85,7 +85,7 @@ func benchCases() []benchCase {
 		{"all-tb+window", func(now time.Time) func(time.Time) bool {
 			return reserve(NewAll(
 				must(NewTokenBucket(TokenBucketConfig{Rate: r, Burst: 100}, now)),
-				must(NewFixedWindow(WindowConfig{Limit: 1 << 40, Window: 24 * time.Hour})),
+				must(NewFixedWindow(WindowConfig{Limit: 1 << 40, Window: 24 * time.Hour}, now)),
 			))
 		}},
 		{"x-time-rate-AllowN", func(now time.Time) func(time.Time) bool {

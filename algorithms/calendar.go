@@ -61,8 +61,9 @@ type CalendarWindow struct {
 
 var _ Limiter = (*CalendarWindow)(nil)
 
-// NewCalendarWindow returns an empty calendar window.
-func NewCalendarWindow(cfg CalendarWindowConfig) (*CalendarWindow, error) {
+// NewCalendarWindow returns an empty calendar window at now (a later call
+// with an earlier time counts as now; the zero Time: nothing seen).
+func NewCalendarWindow(cfg CalendarWindowConfig, now time.Time) (*CalendarWindow, error) {
 	if cfg.Limit < 1 {
 		return nil, fmt.Errorf("%w: calendar window limit %d (want >= 1)", ErrInvalidConfig, cfg.Limit)
 	}
@@ -72,7 +73,9 @@ func NewCalendarWindow(cfg CalendarWindowConfig) (*CalendarWindow, error) {
 	if cfg.Loc == nil {
 		cfg.Loc = time.UTC
 	}
-	return &CalendarWindow{cfg: cfg}, nil
+	c := &CalendarWindow{cfg: cfg}
+	c.see(now)
+	return c, nil
 }
 
 // PeriodOf returns the calendar period [start, end) of loc containing t.
@@ -125,7 +128,7 @@ func (c *CalendarWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if n > c.cfg.Limit {
-		return 0, false
+		return Never, false
 	}
 	if c.count+int64(n) > int64(c.cfg.Limit) {
 		return c.end.Sub(now), false
@@ -142,11 +145,11 @@ func (c *CalendarWindow) Cancel(now time.Time, n int) {
 	c.count = max(c.count-int64(n), 0)
 }
 
-// Remaining returns the permits left in the period containing now, and
-// when the period ends.
-func (c *CalendarWindow) Remaining(now time.Time) (int, time.Time) {
+// Tokens returns the permits left in the period containing now (PeriodOf
+// says when it ends).
+func (c *CalendarWindow) Tokens(now time.Time) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.see(now)
-	return c.cfg.Limit - int(c.count), c.end
+	return float64(int64(c.cfg.Limit) - c.count)
 }

@@ -39,7 +39,7 @@ func TestCalendarMonthEndsAndLeapYears(t *testing.T) {
 
 func TestCalendarWindowSteps(t *testing.T) {
 	ny := mustLoc(t, "America/New_York")
-	w, err := NewCalendarWindow(CalendarWindowConfig{Limit: 3, Period: Month, Loc: ny})
+	w, err := NewCalendarWindow(CalendarWindowConfig{Limit: 3, Period: Month, Loc: ny}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +67,10 @@ func TestCalendarWindowSteps(t *testing.T) {
 			t.Errorf("step %d: Reserve(%v, %d) = %v, %v want %v, %v", i, s.t, s.n, wait, ok, s.wait, s.ok)
 		}
 	}
-	if _, err := NewCalendarWindow(CalendarWindowConfig{Limit: 0, Period: Day}); err == nil {
+	if _, err := NewCalendarWindow(CalendarWindowConfig{Limit: 0, Period: Day}, t0); err == nil {
 		t.Error("limit 0 accepted")
 	}
-	if _, err := NewCalendarWindow(CalendarWindowConfig{Limit: 1}); err == nil {
+	if _, err := NewCalendarWindow(CalendarWindowConfig{Limit: 1}, t0); err == nil {
 		t.Error("no period accepted")
 	}
 }
@@ -119,7 +119,7 @@ func TestCalendarWindowBound(t *testing.T) {
 		loc, _ := time.LoadLocation(rapid.SampledFrom(testZones).Draw(t, "zone"))
 		p := Period(rapid.IntRange(1, 3).Draw(t, "period"))
 		limit := rapid.IntRange(1, 50).Draw(t, "limit")
-		w, _ := NewCalendarWindow(CalendarWindowConfig{Limit: limit, Period: p, Loc: loc})
+		w, _ := NewCalendarWindow(CalendarWindowConfig{Limit: limit, Period: p, Loc: loc}, time.Time{})
 		now := drawInstant(t, loc)
 		count := map[time.Time]int{}
 		for range rapid.IntRange(1, 300).Draw(t, "steps") {

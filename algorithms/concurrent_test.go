@@ -17,7 +17,7 @@ func TestConcurrentUse(t *testing.T) {
 		lim := mk(rand.New(rand.NewPCG(uint64(mi), 7)))
 		keyed, err := NewKeyed(KeyedConfig{MaxKeys: 4, IdleTTL: 50 * time.Millisecond, New: func(time.Time) (Limiter, error) {
 			return mk(rand.New(rand.NewPCG(uint64(mi), 8))), nil
-		}})
+		}}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func (c *core) reserve(t, n int64) (int64, bool) {
 		return 0, true
 	}
 	if n > c.maxN {
-		return 0, false
+		return int64(Never), false
 	}
 	nt, w := c.plan(t, n)
 	if w > c.maxWait {

@@ -41,10 +41,9 @@ type DualRate struct {
 	pst     step
 	next    inst // earliest departure of the next grant (peak stage)
 	maxWait int64
-	// undo makes Cancel right after the grant it cancels exact for the peak
-	// stage (as All's rollback needs): the schedule before that grant.
-	undoNext, undoAfter inst
-	undoN               int64
+	// last makes a Cancel right after the grant it cancels exact for the
+	// peak stage (as All's rollback needs).
+	lastGrant lastGrant[struct{}]
 }
 
 var _ Limiter = (*DualRate)(nil)
@@ -92,7 +91,7 @@ func (d *DualRate) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > d.c.maxN {
-		return 0, false
+		return Never, false
 	}
 	nt, w := d.c.plan(t, nn)
 	if !d.peak {
@@ -108,9 +107,9 @@ func (d *DualRate) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return time.Duration(total - d.maxWait), false
 	}
 	d.c.tat = nt
-	d.undoNext, d.undoN = d.next, nn
+	before := d.next
 	d.next = d.pst.add(dep, d.pst.mul(nn))
-	d.undoAfter = d.next
+	d.lastGrant.record(nn, before, d.next, struct{}{})
 	return time.Duration(total), true
 }
 
@@ -126,8 +125,8 @@ func (d *DualRate) Cancel(now time.Time, n int) {
 	}
 	d.c.cancel(t, int64(n))
 	if d.peak {
-		if int64(n) == d.undoN && d.next == d.undoAfter {
-			d.next, d.undoN = d.undoNext, 0
+		if before, _, ok := d.lastGrant.undo(int64(n), d.next); ok {
+			d.next = before
 			return
 		}
 		d.next = maxInst(d.pst.sub(d.next, d.pst.mul(min(int64(n), d.c.maxN))), inst{ns: t})
@@ -179,7 +178,7 @@ func (d *DualRate) SetPeak(now time.Time, peak Rate) error {
 		return err
 	}
 	t := d.c.clock(rel(now, d.epoch))
-	d.undoN = 0
+	d.lastGrant.forget()
 	if peak == (Rate{}) {
 		d.peak = false
 		return nil

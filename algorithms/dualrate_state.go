@@ -45,7 +45,7 @@ func (d *DualRate) Restore(now time.Time, s DualRateState) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t = d.c.clock(t)
-	d.undoN = 0
+	d.lastGrant.forget()
 	if !s.At.IsZero() {
 		elapsed := max(0, now.Sub(s.At))
 		cost := d.c.st.float() // ns per permit

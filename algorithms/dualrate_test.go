@@ -28,7 +28,7 @@ func TestDualRateSteps(t *testing.T) {
 		{t0, 1, time.Second, false}, // t2's would wait 2s > MaxWait
 		{t1, 1, time.Second, true},
 		{t1, 1, time.Second, false},
-		{t1, 4, 0, false}, // never: more than the burst
+		{t1, 4, Never, false}, // never: more than the burst
 	})
 	if got := d.Tokens(t1); got != -1 {
 		t.Fatalf("Tokens = %v want -1", got)

@@ -41,17 +41,17 @@ func ExampleLeakyPacer() {
 // LeakyMeter polices: what does not fit is refused, never delayed.
 func ExampleLeakyMeter() {
 	m, _ := algorithms.NewLeakyMeter(algorithms.LeakyMeterConfig{Rate: algorithms.PerSecond(1), Capacity: 2}, ex0)
-	fmt.Println(m.Allow(ex0, 2), m.Allow(ex0, 1), m.Level(ex0))
+	fmt.Println(m.Allow(ex0, 2), m.Allow(ex0, 1), m.Tokens(ex0))
 	wait, ok := m.Reserve(ex0, 1)
 	fmt.Println(wait, ok)
 	// Output:
-	// true false 2
+	// true false 0
 	// 1s false
 }
 
 // FixedWindow counts per aligned window.
 func ExampleFixedWindow() {
-	f, _ := algorithms.NewFixedWindow(algorithms.WindowConfig{Limit: 2, Window: time.Minute})
+	f, _ := algorithms.NewFixedWindow(algorithms.WindowConfig{Limit: 2, Window: time.Minute}, ex0)
 	fmt.Println(f.Allow(ex0, 1), f.Allow(ex0.Add(time.Second), 1), f.Allow(ex0.Add(2*time.Second), 1))
 	wait, ok := f.Reserve(ex0.Add(2*time.Second), 1)
 	fmt.Println(wait, ok)
@@ -64,7 +64,7 @@ func ExampleFixedWindow() {
 // window's worth at t0 leaves no room at t0+500ms, and has slid out by
 // t0+1s.
 func ExampleSlidingWindow() {
-	s, _ := algorithms.NewSlidingWindow(algorithms.WindowConfig{Limit: 4, Window: time.Second, Buckets: 4})
+	s, _ := algorithms.NewSlidingWindow(algorithms.WindowConfig{Limit: 4, Window: time.Second, Buckets: 4}, ex0)
 	fmt.Println(s.Allow(ex0, 4), s.Allow(ex0.Add(500*time.Millisecond), 1), s.Allow(ex0.Add(time.Second), 1))
 	// Output:
 	// true false true
@@ -83,7 +83,7 @@ func ExampleSlidingLog() {
 
 // CalendarWindow is a quota per calendar day, week or month.
 func ExampleCalendarWindow() {
-	c, _ := algorithms.NewCalendarWindow(algorithms.CalendarWindowConfig{Limit: 1, Period: algorithms.Day, Loc: time.UTC})
+	c, _ := algorithms.NewCalendarWindow(algorithms.CalendarWindowConfig{Limit: 1, Period: algorithms.Day, Loc: time.UTC}, ex0)
 	noon := ex0.Add(12 * time.Hour)
 	fmt.Println(c.Allow(noon, 1), c.Allow(noon, 1))
 	wait, ok := c.Reserve(noon, 1)
@@ -97,7 +97,7 @@ func ExampleCalendarWindow() {
 func ExampleKeyed() {
 	k, _ := algorithms.NewKeyed(algorithms.KeyedConfig{MaxKeys: 1000, New: func(now time.Time) (algorithms.Limiter, error) {
 		return algorithms.NewTokenBucket(algorithms.TokenBucketConfig{Rate: algorithms.PerSecond(1), Burst: 1}, now)
-	}})
+	}}, ex0)
 	fmt.Println(k.AllowKey(ex0, []byte("tenant-a"), 1), k.AllowKey(ex0, []byte("tenant-a"), 1), k.AllowKey(ex0, []byte("tenant-b"), 1))
 	// Output:
 	// true false true
@@ -122,5 +122,5 @@ func ExampleWait() {
 	}
 	fmt.Println(algorithms.Wait(ctx, tb, 2))
 	// Output:
-	// algorithms: limiter would not grant: Wait(n=2)
+	// algorithms: limiter would not grant, ever: Wait(n=2)
 }

@@ -51,7 +51,7 @@ func ExampleTokenBucket() {
 func ExampleNewAll() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	perSecond, _ := algorithms.NewGCRA(algorithms.GCRAConfig{Rate: algorithms.PerSecond(20), Burst: 40}, now)
-	perDay, _ := algorithms.NewFixedWindow(algorithms.WindowConfig{Limit: 10_000, Window: 24 * time.Hour})
+	perDay, _ := algorithms.NewFixedWindow(algorithms.WindowConfig{Limit: 10_000, Window: 24 * time.Hour}, now)
 	both := algorithms.NewAll(perSecond, perDay)
 	_, ok := both.Reserve(now, 40)
 	fmt.Println(ok, perSecond.Tokens(now))

@@ -31,12 +31,13 @@ type FixedWindow struct {
 
 var _ Limiter = (*FixedWindow)(nil)
 
-// NewFixedWindow returns an empty fixed-window counter.
-func NewFixedWindow(cfg WindowConfig) (*FixedWindow, error) {
+// NewFixedWindow returns an empty fixed-window counter at now (a later
+// call with an earlier time counts as now; the zero Time: nothing seen).
+func NewFixedWindow(cfg WindowConfig, now time.Time) (*FixedWindow, error) {
 	if err := cfg.validate("fixed", 1<<62); err != nil {
 		return nil, err
 	}
-	return &FixedWindow{limit: int64(cfg.Limit), w: int64(cfg.Window), idx: -1 << 62, last: latest{-maxUnix}}, nil
+	return &FixedWindow{limit: int64(cfg.Limit), w: int64(cfg.Window), idx: -1 << 62, last: latest{unixNano(now)}}, nil
 }
 
 func floorDiv(a, b int64) int64 {
@@ -57,7 +58,7 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if int64(n) > f.limit {
-		return 0, false
+		return Never, false
 	}
 	if k := floorDiv(t, f.w); k != f.idx {
 		f.idx, f.count = k, 0
@@ -67,6 +68,18 @@ func (f *FixedWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 	}
 	f.count += int64(n)
 	return 0, true
+}
+
+// Tokens returns the permits left at now in the window containing now.
+func (f *FixedWindow) Tokens(now time.Time) float64 {
+	t := unixNano(now)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t = f.last.see(t)
+	if floorDiv(t, f.w) != f.idx {
+		return float64(f.limit)
+	}
+	return float64(f.limit - f.count)
 }
 
 // Cancel gives back n permits counted in the current window.

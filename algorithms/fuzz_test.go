@@ -175,13 +175,13 @@ func FuzzConstructors(f *testing.F) {
 		add(NewDualRate(DualRateConfig{Rate: r, Burst: b, Peak: Rate{Count: count, Per: time.Duration(per / max(nb, 1))}, MaxWait: d}, t0))
 		add(NewLeakyMeter(LeakyMeterConfig{Rate: r, Capacity: b}, t0))
 		add(NewLeakyPacer(LeakyPacerConfig{Rate: r, Capacity: b, Slack: int(nb)}, t0))
-		add(NewFixedWindow(WindowConfig{Limit: b, Window: d}))
-		add(NewSlidingWindow(WindowConfig{Limit: b, Window: d, Buckets: int(nb)}))
+		add(NewFixedWindow(WindowConfig{Limit: b, Window: d}, t0))
+		add(NewSlidingWindow(WindowConfig{Limit: b, Window: d, Buckets: int(nb)}, t0))
 		add(NewSlidingLog(WindowConfig{Limit: min(b, 1<<12), Window: d}, t0))
 		add(NewWarmUp(WarmUpConfig{Rate: r, WarmUp: d, ColdFactor: float64(nb), MaxWait: e}, t0))
 		if k, err := NewKeyed(KeyedConfig{MaxKeys: b, IdleTTL: d, New: func(now time.Time) (Limiter, error) {
 			return NewGCRA(GCRAConfig{Rate: r, Burst: 1}, now)
-		}}); err == nil {
+		}}, t0); err == nil {
 			var key [8]byte
 			binary.LittleEndian.PutUint64(key[:], uint64(extra))
 			k.ReserveKey(t0, key[:], 1)
@@ -215,11 +215,11 @@ func FuzzWindows(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw, err := NewFixedWindow(WindowConfig{Limit: limit, Window: w})
+		fw, err := NewFixedWindow(WindowConfig{Limit: limit, Window: w}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sw, err := NewSlidingWindow(WindowConfig{Limit: limit, Window: w, Buckets: nb})
+		sw, err := NewSlidingWindow(WindowConfig{Limit: limit, Window: w, Buckets: nb}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,7 +124,7 @@ func (g *GCRA) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if int64(n) > g.maxN {
-		return 0, false
+		return Never, false
 	}
 	t := int64(now.Sub(g.epoch)) // g.ticks, by hand: it is too big to inline
 	if t > g.maxRel {

@@ -25,7 +25,7 @@ func TestGCRASteps(t *testing.T) {
 		{t0, 1, time.Second, false},
 		{t1, 1, time.Second, true}, // t3's permit, 1s ahead
 		{t2, 1, time.Second, true},
-		{t2, 3, 0, false}, // never: 3 > burst
+		{t2, 3, Never, false}, // never: 3 > burst
 		{t9, 2, 0, true},
 		{t9, 1, time.Second, true},
 		{t9, 0, 0, true},

@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -53,8 +54,9 @@ type keyEntry struct {
 	prev, next *keyEntry
 }
 
-// NewKeyed returns an empty keyed table.
-func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
+// NewKeyed returns an empty keyed table at now (a later call with an
+// earlier time counts as now for idleness; the zero Time: nothing seen).
+func NewKeyed(cfg KeyedConfig, now time.Time) (*Keyed, error) {
 	if cfg.MaxKeys < 1 {
 		return nil, fmt.Errorf("%w: keyed max keys %d must be >= 1", ErrInvalidConfig, cfg.MaxKeys)
 	}
@@ -64,7 +66,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.New == nil {
 		return nil, fmt.Errorf("%w: keyed New is nil", ErrInvalidConfig)
 	}
-	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: latest{-maxUnix}}
+	k := &Keyed{cfg: cfg, m: make(map[string]*keyEntry, min(cfg.MaxKeys, 1024)), last: latest{unixNano(now)}}
 	k.head.next, k.head.prev = &k.head, &k.head
 	return k, nil
 }
@@ -104,7 +106,7 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 		}
 		if len(k.m) >= k.cfg.MaxKeys {
 			if k.cfg.IdleTTL <= 0 {
-				return 0, false
+				return Never, false // keys never leave: no room, ever
 			}
 			return time.Duration(k.head.prev.used + int64(k.cfg.IdleTTL) - t), false
 		}
@@ -120,6 +122,27 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 	e.used = t
 	k.pushFront(e)
 	return e.lim.Reserve(now, n)
+}
+
+// TokensKey returns key's limiter's Tokens at now: for a key not held, what
+// a new limiter would hold (New is called and the limiter dropped; the table
+// is unchanged); +Inf when the limiter does not read its tokens, 0 when New
+// fails.
+func (k *Keyed) TokensKey(now time.Time, key []byte) float64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var lim Limiter
+	if e, ok := k.m[string(key)]; ok {
+		lim = e.lim
+	} else if l, err := k.cfg.New(now); err == nil && l != nil {
+		lim = l
+	} else {
+		return 0
+	}
+	if tr, ok := lim.(TokenReader); ok {
+		return tr.Tokens(now)
+	}
+	return math.Inf(1)
 }
 
 // CancelKey gives back n permits to key's limiter (no-op for an unknown key).

@@ -15,7 +15,7 @@ func bucketFactory(r Rate, burst int) func(time.Time) (Limiter, error) {
 }
 
 func TestKeyedSteps(t *testing.T) {
-	k, err := NewKeyed(KeyedConfig{MaxKeys: 2, IdleTTL: 10 * time.Second, New: bucketFactory(PerSecond(1), 1)})
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 2, IdleTTL: 10 * time.Second, New: bucketFactory(PerSecond(1), 1)}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,20 +46,20 @@ func TestKeyedSteps(t *testing.T) {
 		t.Fatalf("after CancelKey: (%v, %v)", w, ok)
 	}
 	for _, cfg := range []KeyedConfig{{MaxKeys: 0, New: bucketFactory(PerSecond(1), 1)}, {MaxKeys: 1}, {MaxKeys: 1, IdleTTL: -1, New: bucketFactory(PerSecond(1), 1)}} {
-		if _, err := NewKeyed(cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewKeyed(%+v) = %v", cfg, err)
+		if _, err := NewKeyed(cfg, t0); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewKeyed(%+v, t0) = %v", cfg, err)
 		}
 	}
 }
 
 func TestKeyedNoTTLFullTable(t *testing.T) {
-	k, err := NewKeyed(KeyedConfig{MaxKeys: 1, New: bucketFactory(PerSecond(1), 1)})
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 1, New: bucketFactory(PerSecond(1), 1)}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.ReserveKey(t0, []byte("a"), 1)
-	if w, ok := k.ReserveKey(t9, []byte("b"), 1); ok || w != 0 {
-		t.Fatalf("full table without TTL: (%v, %v) want (0, false)", w, ok)
+	if w, ok := k.ReserveKey(t9, []byte("b"), 1); ok || w != Never {
+		t.Fatalf("full table without TTL: (%v, %v) want (Never, false): keys never leave", w, ok)
 	}
 }
 
@@ -69,7 +69,7 @@ func TestKeyedNoTTLFullTable(t *testing.T) {
 func TestKeyedIsolation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	r := PerSecond(5)
-	k, err := NewKeyed(KeyedConfig{MaxKeys: 16, IdleTTL: time.Hour, New: bucketFactory(r, 3)})
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 16, IdleTTL: time.Hour, New: bucketFactory(r, 3)}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func newTBAt(t testing.TB, cfg TokenBucketConfig, now time.Time) *TokenBucket {
 }
 
 func TestKeyedBoundedMemory(t *testing.T) {
-	k, err := NewKeyed(KeyedConfig{MaxKeys: 100, IdleTTL: time.Second, New: bucketFactory(PerSecond(1), 1)})
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 100, IdleTTL: time.Second, New: bucketFactory(PerSecond(1), 1)}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}

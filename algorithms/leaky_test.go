@@ -17,15 +17,15 @@ func TestLeakyMeterSteps(t *testing.T) {
 		{t0, 1, 0, true},
 		{t0, 1, 500 * time.Millisecond, false},
 		{t0.Add(500 * time.Millisecond), 1, 0, true},
-		{t1, 4, 0, false}, // never: more than capacity
+		{t1, 4, Never, false}, // never: more than capacity
 		{t3, 3, 0, true},
 	})
-	if got := m.Level(t3); got != 3 {
-		t.Fatalf("Level = %v want 3", got)
+	if got := m.Tokens(t3); got != 0 { // level 3 of 3
+		t.Fatalf("Tokens = %v want 0 (level 3 of 3)", got)
 	}
 	m.Cancel(t3, 2)
-	if got := m.Level(t3); got != 1 {
-		t.Fatalf("Level after Cancel = %v want 1", got)
+	if got := m.Tokens(t3); got != 2 { // level 1 of 3
+		t.Fatalf("Tokens after Cancel = %v want 2 (level 1 of 3)", got)
 	}
 }
 
@@ -70,7 +70,7 @@ func TestLeakyPacerSteps(t *testing.T) {
 		{t0.Add(q), 2, 2 * q, false}, // 2 slots need 500ms more room
 		{t2, 2, 0, true},             // departs t2, holds t2 and t2+250ms
 		{t2, 1, 2 * q, true},
-		{t2, 4, 0, false}, // never: more than capacity
+		{t2, 4, Never, false}, // never: more than capacity
 	})
 	if got := p.Next(t2); !got.Equal(t2.Add(3 * q)) {
 		t.Fatalf("Next = %v want t2+750ms", got.Sub(t0))

@@ -61,10 +61,11 @@ func (m *LeakyMeter) Cancel(now time.Time, n int) {
 	m.mu.Unlock()
 }
 
-// Level returns the bucket's level at now, between 0 and Capacity.
-func (m *LeakyMeter) Level(now time.Time) float64 {
+// Tokens returns the room at now, Capacity minus the level: between 0 and
+// Capacity.
+func (m *LeakyMeter) Tokens(now time.Time) float64 {
 	t := rel(now, m.epoch)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return float64(m.c.burst) - m.c.tokens(m.c.clock(t))
+	return m.c.tokens(m.c.clock(t))
 }

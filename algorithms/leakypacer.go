@@ -81,7 +81,7 @@ func (p *LeakyPacer) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if int64(n) > p.cap {
-		return 0, false
+		return Never, false
 	}
 	tt := inst{ns: t}
 	d := maxInst(p.next, p.st.sub(tt, p.slack))
@@ -111,6 +111,19 @@ func (p *LeakyPacer) Cancel(now time.Time, n int) {
 		n = int(p.cap)
 	}
 	p.next = maxInst(p.st.sub(p.next, p.st.mul(int64(n))), p.st.sub(inst{ns: t}, p.slack))
+}
+
+// Tokens returns Capacity when a request at now would depart at once, and
+// otherwise minus the departure slots queued ahead of now (the wait of the
+// next request times r).
+func (p *LeakyPacer) Tokens(now time.Time) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.clock(now)
+	if ahead := p.st.sub(p.next, inst{ns: t}); (inst{}).less(ahead) {
+		return -ahead.float(p.st) / p.st.float()
+	}
+	return float64(p.cap)
 }
 
 // Next returns the earliest departure time a request at now would get.

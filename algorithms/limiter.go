@@ -8,6 +8,12 @@
 // reads the clock and sleeps. Every limiter has Reserve, Cancel and Allow;
 // the contracts callers hold (Limiter, KeyLimiter, RateLimiter) are here.
 //
+// Every limiter's constructor takes its config and the time it starts at,
+// New<Type>(cfg, now); that now counts as seen (below). The exceptions hold
+// no time of their own: NewAll (a composite of limiters), Until (a struct
+// literal), NewFairQueue (an order, not a rate) and NewPIDEstimator (its
+// first Compute starts it).
+//
 // A stale now never mints permits: the mutex-based algorithms treat a time
 // earlier than one they have already seen as that later time; GCRA, to stay
 // one word, measures a stale now from itself, which finds no more room than
@@ -46,7 +52,8 @@ import "time"
 // Reserve asks for n permits at now. When ok is true the permits are granted
 // and may be used after wait (0: at once). When ok is false nothing was
 // consumed, and wait is the earliest moment, relative to now, at which asking
-// again can succeed (0 when the limiter cannot tell, or never for this n).
+// again can succeed: Never when no asking ever can (n above the limiter's
+// capacity), 0 when the limiter cannot tell.
 //
 // Cancel gives back n permits granted by an earlier Reserve that will not be
 // used (a message dropped before sending). It never raises the available

@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +245,22 @@ func (b *ScheduledBucket) Rule(now time.Time) (int, time.Time) {
 	return b.rule, b.next
 }
 
+// Tokens returns the bucket's permits at now while a rule with a rate is in
+// force, 0 while a zero rate is, and +Inf while no rule is (everything is
+// admitted).
+func (b *ScheduledBucket) Tokens(now time.Time) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now = b.advance(now)
+	if b.rule < 0 {
+		return math.Inf(1)
+	}
+	if !b.hasRate {
+		return 0
+	}
+	return b.tb.Tokens(now)
+}
+
 // Reserve asks for n permits at now.
 func (b *ScheduledBucket) Reserve(now time.Time, n int) (time.Duration, bool) {
 	b.mu.Lock()
@@ -259,6 +276,11 @@ func (b *ScheduledBucket) Reserve(now time.Time, n int) (time.Duration, bool) {
 	if ok && !now.Add(w).Before(b.next) {
 		b.tb.Cancel(now, n)
 		return b.next.Sub(now), false
+	}
+	if !ok && w == Never {
+		// n > Burst: never under this bucket, but a later period may have
+		// no rule and admit it; the bucket cannot tell.
+		return 0, false
 	}
 	return w, ok
 }

@@ -55,7 +55,7 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if n > len(l.ring) {
-		return 0, false
+		return Never, false
 	}
 	// The n-th oldest entry must have left the window: e <= t - W.
 	L := len(l.ring)
@@ -71,6 +71,22 @@ func (l *SlidingLog) Reserve(now time.Time, n int) (time.Duration, bool) {
 		}
 	}
 	return 0, true
+}
+
+// Tokens returns the permits left at now: Limit minus the grants in
+// (now-Window, now].
+func (l *SlidingLog) Tokens(now time.Time) float64 {
+	t := rel(now, l.epoch)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t = l.last.see(t)
+	in := 0
+	for _, e := range l.ring {
+		if e > t-l.w {
+			in++
+		}
+	}
+	return float64(len(l.ring) - in)
 }
 
 // Cancel forgets the n most recent grants.

@@ -36,8 +36,9 @@ type SlidingWindow struct {
 
 var _ Limiter = (*SlidingWindow)(nil)
 
-// NewSlidingWindow returns an empty sliding-window counter.
-func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
+// NewSlidingWindow returns an empty sliding-window counter at now (a later
+// call with an earlier time counts as now; the zero Time: nothing seen).
+func NewSlidingWindow(cfg WindowConfig, now time.Time) (*SlidingWindow, error) {
 	if err := cfg.validate("sliding", 1<<62); err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func NewSlidingWindow(cfg WindowConfig) (*SlidingWindow, error) {
 		n:     int64(cfg.Buckets),
 		idx:   make([]int64, cfg.Buckets),
 		cnt:   make([]int64, cfg.Buckets),
-		last:  latest{-maxUnix},
+		last:  latest{unixNano(now)},
 	}
 	for i := range s.idx {
 		s.idx[i] = -1 << 62
@@ -74,7 +75,7 @@ func (s *SlidingWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > s.limit {
-		return 0, false
+		return Never, false
 	}
 	k := floorDiv(t, s.width)
 	sum := int64(0)
@@ -103,6 +104,21 @@ func (s *SlidingWindow) Reserve(now time.Time, n int) (time.Duration, bool) {
 	}
 	s.cnt[slot] += nn
 	return 0, true
+}
+
+// Tokens returns the permits left at now: Limit minus what the last
+// Buckets sub-windows, the current one included, hold.
+func (s *SlidingWindow) Tokens(now time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := floorDiv(s.clock(now), s.width)
+	sum := int64(0)
+	for i := range s.idx {
+		if s.idx[i] > k-s.n && s.idx[i] <= k {
+			sum += s.cnt[i]
+		}
+	}
+	return float64(max(s.limit-sum, 0))
 }
 
 func floorMod(a, b int64) int64 {

@@ -25,8 +25,8 @@ func TestTokenBucketSteps(t *testing.T) {
 		{t0, 1, time.Second, false}, // empty: next permit at t1
 		{t1, 1, 0, true},
 		{t1, 1, time.Second, false},
-		{t3, 2, 0, true},  // refilled to 2 after 2s
-		{t3, 3, 0, false}, // never: 3 > burst and no borrowing
+		{t3, 2, 0, true},      // refilled to 2 after 2s
+		{t3, 3, Never, false}, // never: 3 > burst and no borrowing
 		{t3, 0, 0, true},
 		{t4, 1, 0, true},
 	})
@@ -40,7 +40,7 @@ func TestTokenBucketBorrowing(t *testing.T) {
 		{t0, 1, 2 * time.Second, true}, // and t2's: wait == MaxWait
 		{t0, 1, time.Second, false},    // t3's would wait 3s > MaxWait; ask again in 1s
 		{t1, 1, 2 * time.Second, true},
-		{t1, 2, 0, false}, // never: more than the burst at once
+		{t1, 2, Never, false}, // never: more than the burst at once
 		{t9, 1, 0, true},
 	})
 }

@@ -2,15 +2,9 @@ package algorithms
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
-
-// ErrWouldNotGrant is returned by Wait when the limiter refuses n with no
-// time at which asking again could succeed (n above its capacity, or a
-// limiter that cannot tell).
-var ErrWouldNotGrant = errors.New("algorithms: limiter would not grant")
 
 // Wait blocks until l grants n permits, ctx is done, or l refuses with no
 // wait to try again after. It is the one function of this package that
@@ -19,7 +13,9 @@ var ErrWouldNotGrant = errors.New("algorithms: limiter would not grant")
 //
 // A grant that must wait (a borrowing bucket, a pacer's queue) holds its
 // permits while Wait sleeps, and gives them back with Cancel if ctx ends
-// first. A refusal with a wait is asked again after it. When ctx has a
+// first. A refusal with a wait is asked again after it; a refusal with
+// Never returns an error wrapping ErrNever at once, and one with wait 0 (the
+// limiter cannot tell) an error wrapping ErrWouldNotGrant. When ctx has a
 // deadline that comes before the permits could be used, Wait returns at
 // once without holding anything.
 func Wait(ctx context.Context, l Limiter, n int) error {
@@ -38,8 +34,11 @@ func Wait(ctx context.Context, l Limiter, n int) error {
 		if ok && wait == 0 {
 			return nil
 		}
+		if !ok && wait == Never {
+			return fmt.Errorf("%w: Wait(n=%d)", ErrNever, n)
+		}
 		if !ok && wait <= 0 {
-			return fmt.Errorf("%w: Wait(n=%d)", ErrWouldNotGrant, n)
+			return fmt.Errorf("%w: Wait(n=%d), and it cannot tell when it could", ErrWouldNotGrant, n)
 		}
 		if dl, has := ctx.Deadline(); has && dl.Before(now.Add(wait)) {
 			if ok {

@@ -65,7 +65,7 @@ func TestWait(t *testing.T) {
 func TestWaitRetriesARefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f, err := NewFixedWindow(WindowConfig{Limit: 1, Window: time.Second})
+		f, err := NewFixedWindow(WindowConfig{Limit: 1, Window: time.Second}, start)
 		if err != nil {
 			t.Fatal(err)
 		}

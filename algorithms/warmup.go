@@ -54,10 +54,9 @@ type WarmUp struct {
 	next    inst    // when the next request may go
 	stored  float64 // permits stored
 	last    latest
-	// undo: the state before the last grant, for an exact immediate Cancel.
-	undoNext, undoAfter inst
-	undoStored          float64
-	undoN               int64
+	// lastGrant: the state before the latest grant (the schedule and the
+	// stored permits), for an exact immediate Cancel.
+	lastGrant lastGrant[float64]
 }
 
 var _ Limiter = (*WarmUp)(nil)
@@ -128,7 +127,7 @@ func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
 		return 0, true
 	}
 	if nn > w.maxN {
-		return 0, false
+		return Never, false
 	}
 	w.resync(t)
 	wait := max(w.next.ceil()-t, 0)
@@ -141,10 +140,10 @@ func (w *WarmUp) Reserve(now time.Time, n int) (time.Duration, bool) {
 		f := math.Ceil(w.storedCost(w.stored, spend) + (float64(nn)-spend)*w.stable)
 		total = maxInst(inst{ns: int64(f)}, total) // never below n/r
 	}
-	w.undoNext, w.undoStored, w.undoN = w.next, w.stored, nn
+	before, stored := w.next, w.stored
 	w.next = w.st.add(w.next, total)
 	w.stored -= spend
-	w.undoAfter = w.next
+	w.lastGrant.record(nn, before, w.next, stored)
 	return time.Duration(wait), true
 }
 
@@ -158,14 +157,30 @@ func (w *WarmUp) Cancel(now time.Time, n int) {
 	if n <= 0 {
 		return
 	}
-	if int64(n) == w.undoN && w.next == w.undoAfter {
-		w.next, w.stored, w.undoN = w.undoNext, w.undoStored, 0
+	if before, stored, ok := w.lastGrant.undo(int64(n), w.next); ok {
+		w.next, w.stored = before, stored
 		return
 	}
 	w.next = maxInst(w.st.sub(w.next, w.st.mul(min(int64(n), w.maxN))), inst{ns: t})
 }
 
-// Stored returns the permits stored at now (0: fully warm; max: cold).
+// Tokens returns the permits stored at now less what earlier grants still
+// owe: the stored permits (Stored) once they are paid for, negative while
+// the next request would wait (minus that wait times r).
+func (w *WarmUp) Tokens(now time.Time) float64 {
+	t := rel(now, w.epoch)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t = max(t, w.last.t)
+	w.resync(t)
+	if ahead := w.st.sub(w.next, inst{ns: t}); (inst{}).less(ahead) {
+		return w.stored - ahead.float(w.st)/w.stable
+	}
+	return w.stored
+}
+
+// Stored returns the permits stored at now, the ramp's position (0: fully
+// warm; max: cold), whatever earlier grants still owe.
 func (w *WarmUp) Stored(now time.Time) float64 {
 	t := rel(now, w.epoch)
 	w.mu.Lock()

@@ -8,7 +8,7 @@ import (
 )
 
 func TestFixedWindowSteps(t *testing.T) {
-	f, err := NewFixedWindow(WindowConfig{Limit: 3, Window: time.Second})
+	f, err := NewFixedWindow(WindowConfig{Limit: 3, Window: time.Second}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +18,7 @@ func TestFixedWindowSteps(t *testing.T) {
 		{t0.Add(h), 1, 0, true},
 		{t0.Add(h), 1, h, false}, // full until the window ends at t1
 		{t1, 3, 0, true},
-		{t1, 4, 0, false},           // never: more than the limit
+		{t1, 4, Never, false},       // never: more than the limit
 		{t0, 1, time.Second, false}, // stale: counted in t1's window
 	})
 	f.Cancel(t1, 1)
@@ -28,7 +28,7 @@ func TestFixedWindowSteps(t *testing.T) {
 // TestFixedWindowBoundary shows the weakness: Limit just before a boundary
 // and Limit just after, 2*Limit within 2ns.
 func TestFixedWindowBoundary(t *testing.T) {
-	f, err := NewFixedWindow(WindowConfig{Limit: 100, Window: time.Minute})
+	f, err := NewFixedWindow(WindowConfig{Limit: 100, Window: time.Minute}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestFixedWindowPerAlignedWindow(t *testing.T) {
 	for iter := 0; iter < 100; iter++ {
 		w := time.Duration(1+rng.Int64N(1000)) * time.Millisecond
 		limit := 1 + rng.IntN(10)
-		f, err := NewFixedWindow(WindowConfig{Limit: limit, Window: w})
+		f, err := NewFixedWindow(WindowConfig{Limit: limit, Window: w}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestFixedWindowPerAlignedWindow(t *testing.T) {
 }
 
 func TestSlidingWindowSteps(t *testing.T) {
-	s, err := NewSlidingWindow(WindowConfig{Limit: 4, Window: time.Second, Buckets: 4})
+	s, err := NewSlidingWindow(WindowConfig{Limit: 4, Window: time.Second, Buckets: 4}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestSlidingWindowSteps(t *testing.T) {
 		{t1, 2, 0, true},
 		{t1, 1, q, false}, // t0+250ms's bucket leaves at t1+250ms
 		{t1.Add(q), 2, 0, true},
-		{t1, 5, 0, false},
+		{t1, 5, Never, false}, // never: more than the limit
 	})
 	for _, cfg := range []WindowConfig{
 		{Limit: 1, Window: time.Second, Buckets: 0},
@@ -93,8 +93,8 @@ func TestSlidingWindowSteps(t *testing.T) {
 		{Limit: 0, Window: time.Second, Buckets: 1},
 		{Limit: 1, Window: 0, Buckets: 1},
 	} {
-		if _, err := NewSlidingWindow(cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewSlidingWindow(%+v) = %v", cfg, err)
+		if _, err := NewSlidingWindow(cfg, t0); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewSlidingWindow(%+v, t0) = %v", cfg, err)
 		}
 	}
 }
@@ -107,7 +107,7 @@ func TestSlidingWindowBound(t *testing.T) {
 		nb := 1 + rng.IntN(10)
 		width := time.Duration(1+rng.Int64N(100)) * time.Millisecond
 		limit := 1 + rng.IntN(10)
-		s, err := NewSlidingWindow(WindowConfig{Limit: limit, Window: width * time.Duration(nb), Buckets: nb})
+		s, err := NewSlidingWindow(WindowConfig{Limit: limit, Window: width * time.Duration(nb), Buckets: nb}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestSlidingLogSteps(t *testing.T) {
 		{t0.Add(900 * ms), 1, 100 * ms, false}, // t0's grant leaves at t1
 		{t1, 1, 0, true},
 		{t1, 1, 400 * ms, false},
-		{t1, 4, 0, false},        // never: more than the limit
+		{t1, 4, Never, false},    // never: more than the limit
 		{t0, 1, 400 * ms, false}, // stale: treated as t1
 	})
 	l.Cancel(t1, 1)

@@ -24,6 +24,7 @@ type controller struct {
 	lastDec  time.Time
 	clean    time.Time // start of the current clean (unthrottled) interval
 	pid      *algorithms.PIDEstimator
+	pidRate  float64 // PID's own rate (the finder caps it)
 	winStart time.Time
 	winN     int64
 	winLat   time.Duration
@@ -90,9 +91,13 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	}
 	c.lf = nil
 	c.effBurst = c.burst
-	if c.cfg.Mode == AdaptiveAuto && c.ceiling > 0 {
+	// PID gets the limit finder too: Spark's estimator reads a processing
+	// rate, and fed 429s it drives itself to its floor; the finder owns
+	// the throttle signal and caps PID's rate at the downstream's limit.
+	if (c.cfg.Mode == AdaptiveAuto || c.cfg.Mode == AdaptivePID) && c.ceiling > 0 {
 		c.lf = newLimitFinder(c.ceiling, c.floor, c.burst, c.minBurst, now)
 	}
+	c.pidRate = c.ceiling
 }
 
 // gateUntil returns the Retry-After gate (zero: none).
@@ -209,7 +214,9 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	defer c.mu.Unlock()
 	if c.lf != nil {
 		c.observeAuto(now, throttled, useRL, rl, left, delivered, gateFrom, gateEnd)
-		return
+		if c.cfg.Mode != AdaptivePID {
+			return
+		}
 	}
 	if !c.hdrUntil.IsZero() && !now.Before(c.hdrUntil) {
 		c.hdrUntil = time.Time{}
@@ -265,7 +272,12 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 		}
 		proc := c.winLat / time.Duration(c.inFlight)
 		if r, ok := c.pid.Compute(now, c.winN, proc, sched); ok {
-			c.set(now, min(max(r, c.floor), c.ceiling), "pid")
+			c.pidRate = min(max(r, c.floor), c.ceiling)
+			to := c.pidRate
+			if c.lf != nil {
+				to = min(to, c.lf.rate)
+			}
+			c.set(now, to, "pid")
 		}
 		c.winStart, c.winN, c.winLat, c.winQueue = now, 0, 0, 0
 	}
@@ -286,7 +298,7 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 		if rl.Limit > 0 && win > 0 {
 			lim = float64(rl.Limit) / win.Seconds()
 		}
-		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win)
+		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win, c.edge.rolling(now, win))
 		changed, cause = true, "ratelimit-headers"
 	}
 	if throttled && f.throttle(now, gateEnd) {
@@ -314,6 +326,9 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 		c.applyBurst(now, f.burst)
 	}
 	c.cur = f.rate
+	if c.cfg.Mode == AdaptivePID {
+		c.cur = min(f.rate, c.pidRate)
+	}
 	c.refresh(now, cause)
 }
 

@@ -34,7 +34,7 @@ func BenchmarkEngineGlobalPerKey(b *testing.B) {
 			if perKey {
 				k, err := algorithms.NewKeyed(algorithms.KeyedConfig{MaxKeys: 1000, IdleTTL: time.Hour, New: func(now time.Time) (algorithms.Limiter, error) {
 					return algorithms.NewDualRate(algorithms.DualRateConfig{Rate: fast, Burst: 1_000_000}, now)
-				}})
+				}}, time.Now())
 				if err != nil {
 					b.Fatal(err)
 				}

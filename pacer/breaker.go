@@ -349,7 +349,7 @@ func (e *Engine) permanentFailure(it *item, err error, now time.Time) bool {
 	return true
 }
 
-// hold puts a message the open breaker keeps back into the ready queue,
+// hold puts a message the open breaker keeps back into the delay queue,
 // due at the next probe; attempts made so far no longer count.
 func (e *Engine) hold(it *item, now time.Time) {
 	if e.isStopping() {
@@ -365,7 +365,7 @@ func (e *Engine) hold(it *item, now time.Time) {
 	if at.Before(now) {
 		at = now
 	}
-	e.ready.push(it, at)
+	e.delayed.push(it, at)
 }
 
 // delivered tells the breaker about a delivery; if it closes the breaker,
@@ -400,7 +400,7 @@ func (e *Engine) ResetBreaker() bool {
 	}
 	now := e.clock.Now()
 	e.pause.clear(PauseBroken)
-	n := e.ready.heldDueNow(now)
+	n := e.delayed.heldDueNow(now)
 	e.log.Warn("pacer: systemic-failure breaker cleared by the operator; resuming the source and retrying the held messages now",
 		"class", class, "open_for", now.Sub(since).Round(time.Millisecond).String(), "held", n)
 	return true
@@ -408,7 +408,7 @@ func (e *Engine) ResetBreaker() bool {
 
 // heldDueNow makes every message the breaker held (due at the next probe)
 // due at now, and wakes the workers. It returns how many there were.
-func (q *readyQueue) heldDueNow(now time.Time) int {
+func (q *delayQueue) heldDueNow(now time.Time) int {
 	q.mu.Lock()
 	n := 0
 	for _, it := range q.h {

@@ -14,11 +14,16 @@ import (
 
 // Engine moves messages from a Source through the shaper to a Sink.
 //
-// Flow: Source -> bounded queue -> admission loop (Retry-After gate, then the
-// shaper's stages, atomically) -> MaxInFlight workers -> Sink -> one
-// decision per message (ack, retry, dead-letter) -> Acker. Create it with
-// New, run it once with Run; Status, SetRate and Reload are safe to call
-// from any goroutine at any time.
+// Flow, one file per step: Source -> intake.go (the bounded queue) ->
+// MaxInFlight workers (worker.go), each taking a slot and a message
+// (slots.go, ordering.go), admitting it (admit.go: the Retry-After gate,
+// then the shaper's stages, atomically), delivering it to the Sink
+// (deliver.go), deciding its outcome (outcome.go: ack, retry through
+// delayqueue.go, or deadletter.go) and settling it with its Acker
+// (settle.go). ARCHITECTURE.md follows one message through them.
+//
+// Create it with New, run it once with Run; Status, SetRate and Reload are
+// safe to call from any goroutine at any time.
 //
 // Guarantees: the admitted stream stays inside every shaping stage's
 // envelope (each attempt costs one permit, a batch of N costs N); a message
@@ -33,13 +38,13 @@ type Engine struct {
 	log   *slog.Logger
 	hooks hookSet
 
-	sh    shaper
-	ctrl  *controller
-	back  *backoff
-	ready readyQueue
-	pause pauser
-	brk   *breaker // nil: Breaker.Disabled
-	flog  failureLog
+	sh      shaper
+	ctrl    *controller
+	back    *backoff
+	delayed delayQueue
+	pause   pauser
+	brk     *breaker // nil: Breaker.Disabled
+	flog    failureLog
 
 	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
 	fair        *fairQueue    // Fairness or Priority: the queue in fair order
@@ -125,8 +130,8 @@ func New(cfg Config) (*Engine, error) {
 	} else {
 		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
 	}
-	e.ready.wake = make(chan struct{}, cfg.MaxInFlight)
-	e.ready.kick = make(chan struct{}, 1)
+	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
+	e.delayed.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
 		e.keys = make(map[string][]*item)
 	}
@@ -411,7 +416,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		if srcErr == nil {
 			// Finite source: finish everything it handed over.
 			e.srcDone.Store(true)
-			e.finishedNow()
+			e.finishIfDrained()
 			select {
 			case <-workersDone:
 			case <-ctx.Done():
@@ -445,10 +450,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// Retries and parked messages never made it out again: give them back.
 	// Settling a key's owner hands the key to its next parked message (into
-	// the ready queue), so repeat until both are empty.
+	// the delay queue), so repeat until both are empty.
 	for {
 		now := e.clock.Now()
-		dr := e.ready.drain()
+		dr := e.delayed.drain()
 		e.keyMu.Lock()
 		var parked []*item
 		for k, q := range e.keys {

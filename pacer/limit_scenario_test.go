@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"testing"
 	"testing/synctest"
@@ -40,6 +41,7 @@ type limitRun struct {
 type limitResult struct {
 	start      time.Time
 	took       time.Duration
+	firstDone  time.Duration // when the first worker ran out of messages
 	accepted   []time.Time
 	throttled  []time.Time
 	acked      int
@@ -96,6 +98,9 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 	cfg := lr.api
 	if cfg.Latency == 0 {
 		cfg.Latency = 20 * time.Millisecond
+		if v, err := time.ParseDuration(os.Getenv("PACER_LIMIT_LATENCY")); err == nil {
+			cfg.Latency = v
+		}
 	}
 	api := testapi.NewHandler(cfg)
 	t.Cleanup(api.Close)
@@ -159,9 +164,13 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 		go func() { errc <- e.Run(context.Background()) }()
 	}
 	var status []pacer.Status
-	for range workers {
+	var firstDone time.Duration
+	for i := range workers {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			firstDone = time.Since(start)
 		}
 	}
 	took := time.Since(start)
@@ -171,7 +180,7 @@ func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
 	close(stop)
 	api.Close()
 	<-done
-	res := limitResult{start: start, took: took, throttled: api.Throttled(), status: status,
+	res := limitResult{start: start, took: took, firstDone: firstDone, throttled: api.Throttled(), status: status,
 		acked: led.Count(pacer.SettledAck), deadLetter: len(dl.Entries()), naked: led.Count(pacer.SettledNak)}
 	for _, r := range api.Accepted() {
 		res.accepted = append(res.accepted, r.Time)
@@ -255,51 +264,58 @@ func TestLimitFixedWindowHeaders(t *testing.T) {
 }
 
 // Scenario 4: the API's limit changes mid-run, 50 -> 20 -> 80/s (a token
-// bucket of burst 10). Target: from 5s after each change, the delivered
-// rate is within 10% of the new limit. With rate-limit headers the target
-// holds. With 429s only it does not: a drop takes a few throttle episodes
-// (each costs its Retry-After) and a rise is found by probes, which are
-// rare by design (see limitFinder); that variant holds the 10% bound from
-// 15s after the drop, and 15% (failed probes cost their Retry-After) from
-// 30s after the rise (BENCHMARKS.md records both).
+// bucket of burst 10). Target: over the 10 s from 5 s after each change, the
+// delivered rate is within 10% of the new limit. With 429s only the limit
+// is held 25 s before it drops (a drop right after the start-up's throttles
+// is found in 10 s, not 5: the estimate below needs a clean cruise before).
+//
+// With rate-limit headers the target holds. With 429s only it is NOT MET:
+// the drop is found in about 6 s (a throttle soon after another is taken
+// between what the API accepted over the two, the wait included, and the
+// rate it refused), and the rise only by a probe, 15 s or more after a
+// throttle (doubling after each refused probe, up to a minute), because each
+// refused probe costs the Retry-After, a whole second of the API. Finding a
+// rise within 5 s would take a probe every few seconds, which at a steady
+// limit costs a second in every few (BENCHMARKS.md). The 429-only bounds
+// below (10% from 10 s after the drop and 30 s after the rise) guard what
+// the controller does today; they are not the target.
 func TestLimitChanges(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		h        testapi.Headers
+		step     time.Duration // between changes
 		settle   time.Duration // after the drop
 		settleUp time.Duration // after the rise
-		step     time.Duration // between changes
-		tolUp    float64       // tolerance after the rise
 	}{
-		{"headers", testapi.HeadersAll, 5 * time.Second, 5 * time.Second, 15 * time.Second, 0.1},
-		{"429-only", testapi.HeadersNone, 15 * time.Second, 30 * time.Second, 25 * time.Second, 0.15},
+		{"headers", testapi.HeadersAll, 15 * time.Second, 5 * time.Second, 5 * time.Second},
+		{"429-only", testapi.HeadersNone, 25 * time.Second, 10 * time.Second, 30 * time.Second},
 	} {
+		step := tc.step
 		t.Run(tc.name, func(t *testing.T) {
-			n := int(50*tc.step.Seconds() + 20*tc.step.Seconds() + 80*(tc.settleUp.Seconds()+10))
+			n := int(50*step.Seconds() + 20*step.Seconds() + 80*(tc.settleUp.Seconds()+10))
 			r := runLimit(t, limitRun{
 				api:  testapi.Config{Rate: 50, Burst: 10, Headers: tc.h},
 				mode: pacer.AdaptiveAuto, n: n,
 				during: func(api *testapi.API, start time.Time, _ <-chan struct{}) {
-					time.Sleep(time.Until(start.Add(tc.step)))
+					time.Sleep(time.Until(start.Add(step)))
 					api.SetRate(20, 10)
-					time.Sleep(time.Until(start.Add(2 * tc.step)))
+					time.Sleep(time.Until(start.Add(2 * step)))
 					api.SetRate(80, 10)
 				},
 			})
 			t.Logf("%s: %d accepted in %v, 429s %d (%.2f%%); per second:%s", tc.name, len(r.accepted), r.took, len(r.throttled), 100*r.ratio429(), r.perSecond())
 			r.check(t, n)
-			within := func(from, to time.Duration, limit, tol float64) {
+			within := func(from, to time.Duration, limit float64) {
 				t.Helper()
 				got := r.rateIn(from, to)
 				t.Logf("delivered %.1f/s in [%v, %v), limit %g/s", got, from, to, limit)
-				if got < (1-tol)*limit || got > (1+tol)*limit {
-					t.Errorf("delivered %.1f/s in [%v, %v) want within %.0f%% of the limit %g/s", got, from, to, 100*tol, limit)
+				if got < 0.9*limit || got > 1.1*limit {
+					t.Errorf("delivered %.1f/s in [%v, %v) want within 10%% of the limit %g/s", got, from, to, limit)
 				}
 			}
-			last := r.accepted[len(r.accepted)-1].Sub(r.start)
-			within(10*time.Second, tc.step, 50, 0.1)
-			within(tc.step+tc.settle, 2*tc.step, 20, 0.1)
-			within(2*tc.step+tc.settleUp, last, 80, tc.tolUp)
+			within(10*time.Second, step, 50)
+			within(step+tc.settle, step+tc.settle+10*time.Second, 20)
+			within(2*step+tc.settleUp, 2*step+tc.settleUp+10*time.Second, 80)
 		})
 	}
 }
@@ -309,18 +325,19 @@ func TestLimitChanges(t *testing.T) {
 // time until the oldest request leaves the window, in whole seconds.
 // Targets as for scenario 1: >= 45/s sustained after 10s, <= 3% 429s.
 //
-// NOT MET (BENCHMARKS.md): 429-only holds 42/s (84%); with headers, pacing
-// remaining/reset converges to half the limit (remaining = 50 - rate, reset
-// rounded up to 1s), 24/s. The floors below guard those figures until the
-// controller learns sliding windows; they are not the targets.
+// With headers the budget is seen to be rolling (Remaining never jumps back
+// up at a reset) and paced at its quota: met. With 429s only it is NOT MET
+// reliably: 44.0-45.6/s (88-91%) depending on the API's latency, because one
+// refused probe costs a whole second of the window; the floor below (85%)
+// guards that figure, it is not the target.
 func TestLimitSlidingWindow(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		h     testapi.Headers
 		floor float64 // share of the limit held today (target 0.9)
 	}{
-		{"429-only", testapi.HeadersNone, 0.8},
-		{"headers", testapi.HeadersAll, 0.45},
+		{"429-only", testapi.HeadersNone, 0.85},
+		{"headers", testapi.HeadersAll, 0.9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit, n = 50.0, 1500
@@ -388,10 +405,13 @@ func TestLimitSecondClient(t *testing.T) {
 // (token bucket, burst 10, 429 + Retry-After only), without a shared
 // budget: each learns the limit from its own throttles. Target: the
 // aggregate within the bounds of one worker (>= 45/s sustained, <= 3%
-// 429s). NOT reliably met: the aggregate is 45.5/s in most runs and 41/s
-// in some (goroutine order in the bubble decides which worker is throttled
-// first); the floor below (80%) guards that until the learned limit is
-// shared between workers.
+// 429s). NOT MET: while the three run together the aggregate is 45-50/s,
+// but each worker's learned limit is its own share of the moment; when one
+// runs out of messages first, the others find the capacity it left only by
+// probing (15 s or more apart), so the aggregate from 10 s to the last
+// message is 26-46/s depending on the API's latency. The bounds below (85%
+// while all run, 50% to the end) guard that; they are not the target. The
+// learned limit is not shared through the Redis global budget (not built).
 func TestLimitThreeWorkers(t *testing.T) {
 	const limit, n = 50.0, 1500
 	r := runLimit(t, limitRun{
@@ -403,9 +423,34 @@ func TestLimitThreeWorkers(t *testing.T) {
 	for i, st := range r.status {
 		t.Logf("worker %d: rate %.1f, learned %.1f (%s)", i, st.Rate, st.LearnedLimit, st.LimitSource)
 	}
+	together := r.rateIn(10*time.Second, r.firstDone)
+	t.Logf("aggregate while all three run (10s to %v): %.1f/s", r.firstDone, together)
+	r.check(t, n)
+	if together < 0.85*limit {
+		t.Errorf("aggregate %.1f/s while all three run < 85%% of the limit %g/s", together, limit)
+	}
+	if sus < 0.5*limit {
+		t.Errorf("aggregate sustained %.1f/s < 50%% of the limit %g/s", sus, limit)
+	}
+	if r.ratio429() > 0.03 {
+		t.Errorf("429s %.2f%% of requests > 3%%", 100*r.ratio429())
+	}
+}
+
+// PID (Spark's estimator) in front of scenario 1's API: its own throttles
+// must not drive it to its floor (before issue 11 it settled at 1.7/s). The
+// accepted rate is a floor for it: the API showed it takes that much.
+func TestLimitPIDDoesNotCollapse(t *testing.T) {
+	const limit, n = 50.0, 1500
+	r := runLimit(t, limitRun{
+		api:  testapi.Config{Rate: limit, Burst: 10, Headers: testapi.HeadersNone},
+		mode: pacer.AdaptivePID, n: n,
+	})
+	sus := r.sustained(10 * time.Second)
+	t.Logf("pid: %d accepted in %v, 429s %d (%.2f%%), sustained after 10s %.1f/s; per second:%s", len(r.accepted), r.took, len(r.throttled), 100*r.ratio429(), sus, r.perSecond())
 	r.check(t, n)
 	if sus < 0.8*limit {
-		t.Errorf("aggregate sustained %.1f/s < 80%% of the limit %g/s", sus, limit)
+		t.Errorf("pid sustained %.1f/s < 80%% of the limit %g/s: its own 429s drove it down", sus, limit)
 	}
 	if r.ratio429() > 0.03 {
 		t.Errorf("429s %.2f%% of requests > 3%%", 100*r.ratio429())

@@ -42,7 +42,7 @@ func newRateLimiter(sh *Shaping, now time.Time) (rateLimiter, algorithms.Rate, e
 
 // newKeyedLimiter builds the per-key limiter: one DualRate (PerKey.Rate,
 // PerKey.Burst) per key, bounded by MaxKeys and forgotten after IdleTTL.
-func newKeyedLimiter(p *PerKey, maxWait time.Duration) (KeyLimiter, error) {
+func newKeyedLimiter(p *PerKey, maxWait time.Duration, now time.Time) (KeyLimiter, error) {
 	cfg := algorithms.DualRateConfig{Rate: p.Rate, Burst: p.Burst, MaxWait: algoMaxWait(maxWait)}
 	k, err := algorithms.NewKeyed(algorithms.KeyedConfig{
 		MaxKeys: p.MaxKeys,
@@ -50,7 +50,7 @@ func newKeyedLimiter(p *PerKey, maxWait time.Duration) (KeyLimiter, error) {
 		New: func(now time.Time) (algorithms.Limiter, error) {
 			return algorithms.NewDualRate(cfg, now)
 		},
-	})
+	}, now)
 	if err != nil {
 		return nil, fmt.Errorf("%w: PerKey: %w", ErrInvalidConfig, err)
 	}

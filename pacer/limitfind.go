@@ -39,6 +39,7 @@ const (
 	lfSlots      = 128                   // ring: 6.4s of history
 	lfWindow     = 4 * time.Second       // measurement window before a throttle
 	lfMinActive  = 500 * time.Millisecond
+	lfSecActive  = 800 * time.Millisecond
 	lfHeadroom   = 0.95 // cruise at this share of the measured limit
 	lfBackoff    = 0.6  // decrease when the evidence is too short to measure
 	lfProbeGain  = 1.25 // probe rate over the learned limit
@@ -47,7 +48,8 @@ const (
 	lfProbeWeak  = 2 * time.Second  // first probe after a guess (no measurement)
 	lfProbeMax   = 60 * time.Second // probes back off to this
 	lfEpisode    = 500 * time.Millisecond
-	lfBurstShare = 0.1 // burst after a throttle: 100ms worth of the rate
+	lfCycle      = 5 * time.Second // a throttle this soon after the last one is a quick one
+	lfBurstShare = 0.05            // burst after a throttle: 50ms worth of the rate
 )
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
@@ -57,18 +59,31 @@ const (
 //   - Headers first: while the downstream advertises its budget (remaining
 //     requests until a reset), the rate is remaining/time-to-reset, read
 //     again on every answer, capped at the configured rate.
+//   - A rolling window (Remaining never jumps back up at a reset, see
+//     windowEdge.rolling) is paced at its quota less what others spent
+//     over the last window: Remaining/reset would settle at half of it.
 //   - Otherwise, on the first throttle of an episode, the limit is the rate
 //     the downstream accepted over the last few seconds of sending (gated
-//     time excluded); the rate comes down to 90% of it and the burst to
-//     100ms worth of it, so a resume after Retry-After never fires more than
-//     the downstream showed it takes. Too little evidence (under 1.5s of
-//     sending since the last episode) gives a multiplicative decrease.
-//   - Probing: 10s after a throttle, if the backlog is there (not
-//     app-limited), it sends at 125% of the limit for one second. A probe
-//     that passes raises the limit to what was accepted and probes again
-//     one second later; one that is throttled doubles the wait before the
-//     next probe (up to 60s). Probes are brief and rare by design: with a
-//     Retry-After gate, each failed probe costs the gate.
+//     time excluded), and no more than it accepted in the last second when
+//     that second was spent sending (a window API shows its quota there).
+//     The rate comes down to 95% of it and the burst to 50ms worth of it,
+//     so a resume after Retry-After never fires more than the downstream
+//     showed it takes. Too little evidence (under half a second of sending
+//     since the last episode) gives a multiplicative decrease.
+//   - A throttle within 5s of the last one, after a clean cruise, says the
+//     limit fell: what the downstream accepted from the last throttle to
+//     this one, the wait included, is at most its limit (it had nothing
+//     left at either end) and the rate it refused is above it; the limit
+//     is taken at their geometric mean, so a drop is found in a few
+//     seconds rather than 5% per episode.
+//   - Probing: 15s after a throttle, if the backlog is there (not
+//     app-limited), it sends at 125% of the limit (or halfway to a rate
+//     already refused) for one second. A probe that passes raises the
+//     limit to what was accepted and probes again one second later; one
+//     that is throttled doubles the wait before the next probe (up to 60s).
+//     Probes are brief and rare by design: with a Retry-After gate, each
+//     failed probe costs the gate, a whole second when it is rounded up. So
+//     a rise of the limit is found 15-60s late, not at once.
 //
 // It is pure: every method takes now; it never reads a clock or sleeps.
 // Not safe for concurrent use (the controller holds its lock).
@@ -100,6 +115,8 @@ type limitFinder struct {
 	hdrUntil time.Time // advertised budget in force until
 	weak     bool      // the limit is a guess (a decrease without a measurement)
 	upper    float64   // a rate known to be too high (a failed probe; 0 none)
+
+	afterClean bool // the current streak of throttles followed a clean cruise
 }
 
 type lfSlotCount struct {
@@ -200,7 +217,13 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	f.throts++
 	f.guard = maxTime(gateEnd, now.Add(lfEpisode))
 	prevGate := f.lastGateEnd
+	prevEpisode := f.lastEpisode
 	f.lastEpisode = now
+	if !prevEpisode.IsZero() && now.Sub(prevEpisode) > 2*lfCycle {
+		f.afterClean = true // a streak of throttles after a clean cruise
+	} else if prevEpisode.IsZero() {
+		f.afterClean = false
+	}
 	f.lastGateEnd = maxTime(gateEnd, now)
 	wasProbing := f.probing
 	if f.upper == 0 || f.rate < f.upper {
@@ -232,11 +255,32 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		if act >= lfMinActive {
 			m = float64(f.count(from, now)) / act.Seconds()
 		}
-		if act < lfMinActive {
+		// A throttle soon after the last one: the API's limit fell well
+		// below the rate (or the last guess was far off). What it accepted
+		// from the last throttle to this one, the wait included, is at most
+		// its limit (it had nothing left at either end); the rate it just
+		// refused is above it. The limit is taken between the two.
+		// Only after a clean cruise: while the limit is being found at the
+		// start, the waits are most of the time and the bound is too low.
+		lo := 0.0
+		if f.afterClean && now.Sub(prevEpisode) <= lfCycle && now.Sub(prevEpisode) >= lfMinActive {
+			lo = float64(f.count(prevEpisode, now)) / now.Sub(prevEpisode).Seconds()
+		}
+		// What it accepted in the second before the throttle, when most
+		// of that second was spent sending: a window API (n per second,
+		// fixed or rolling) shows its quota there exactly.
+		sec := f.rate
+		if a := f.active(now.Add(-time.Second), now); a >= lfSecActive {
+			sec = float64(f.count(now.Add(-time.Second), now))
+		}
+		switch {
+		case lo > 0 && lo < f.rate:
+			lim = math.Sqrt(lo * f.rate)
+		case act < lfMinActive:
 			lim = f.rate * lfBackoff
 			f.weak = true
-		} else {
-			lim = min(m, f.rate)
+		default:
+			lim = min(m, f.rate, max(sec, f.rate*lfBackoff))
 		}
 	}
 	f.limit = max(lim, f.floor)
@@ -262,7 +306,12 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 // quota and window, when known (0 if not), let it see what other clients of
 // the same key spend in the current window (quota - remaining - ours): the
 // budget is shared with them at the rate they have been spending it.
-func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration) {
+//
+// rolling says the budget is a rolling window (see windowEdge.rolling):
+// each request is given back one window after it was spent, so the rate is
+// the quota's, less what other clients spent over the last window and a
+// small reserve, and Remaining only guards against overspending.
+func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration, rolling bool) {
 	f.probing = false
 	f.src = LimitHeaders
 	if limit > 0 {
@@ -275,6 +324,17 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		return
 	}
 	f.hdrUntil = now.Add(left)
+	if rolling && quota > 0 && window > 0 && f.limit > 0 {
+		ours := f.count(now.Add(-window), now)
+		foreign := max(0, quota-remaining-ours)
+		reserve := max(1, float64(quota)/40)
+		r := (float64(quota) - reserve - float64(foreign)) / window.Seconds()
+		f.rate = f.clamp(min(r, f.limit))
+		if f.throts > 0 {
+			f.burst = f.burstFor(f.rate)
+		}
+		return
+	}
 	// The last unit is kept in reserve: another client of the same key
 	// racing for it would cost a 429 and its Retry-After, rounded up to
 	// whole seconds (a window, where windows are a second long).

@@ -73,12 +73,19 @@ func (p *pauser) setLocked(r PauseReason) {
 		return
 	}
 	p.reasons.Store(uint32(old | r))
+	p.paused(old, old|r)
+}
+
+// paused makes the calls for a transition from old to now, now holding a
+// reason old did not (p.mu held, now already published): the first reason
+// pauses the source; every change is told to the hooks.
+func (p *pauser) paused(old, now PauseReason) {
 	if old == 0 {
 		p.pauses.Add(1)
 		p.src.Pause()
 	}
 	for _, h := range p.hooks {
-		h.OnPaused(true, old|r)
+		h.OnPaused(true, now)
 	}
 }
 
@@ -103,5 +110,39 @@ func (p *pauser) clearLocked(r PauseReason) {
 	}
 	for _, h := range p.hooks {
 		h.OnPaused(now != 0, now)
+	}
+}
+
+// pauseFull pauses the source for a full queue. The reason is published
+// before the length is read, so a worker taking from the queue, which
+// checks the reason after every receive (dequeued), cannot miss it and
+// leave the source paused over an empty queue.
+func (e *Engine) pauseFull() {
+	p := &e.pause
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := PauseReason(p.reasons.Load())
+	if old&PauseQueueFull != 0 {
+		return
+	}
+	p.reasons.Store(uint32(old | PauseQueueFull))
+	if !e.queueFull() {
+		p.reasons.Store(uint32(old))
+		return
+	}
+	p.paused(old, old|PauseQueueFull)
+}
+
+// dequeued runs in the worker after each receive from the queue (take):
+// a source paused for a full queue resumes once it has drained low.
+func (e *Engine) dequeued() {
+	p := &e.pause
+	if !p.has(PauseQueueFull) || !e.queueLow() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.queueLow() {
+		p.clearLocked(PauseQueueFull)
 	}
 }

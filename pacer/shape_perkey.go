@@ -23,7 +23,7 @@ func keyOf(f func(*Message) []byte, m *Message) []byte {
 }
 
 func newPerKeyStage(sh *Shaping, now time.Time) (*keyedStage, error) {
-	k, err := newKeyedLimiter(sh.PerKey, sh.MaxWait)
+	k, err := newKeyedLimiter(sh.PerKey, sh.MaxWait, now)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (s *keyedStage) reserve(now time.Time, batch []*item) (time.Duration, bool)
 		w, ok := s.keyed.ReserveKey(now, keyOf(s.keyOf, it.m), 1)
 		if !ok {
 			s.cancel(now, batch[:i])
-			return max(w, wait), false
+			return max(hint(w), wait), false
 		}
 		wait = max(wait, w)
 	}

@@ -27,7 +27,7 @@ func (s *quotaStage) reserve(now time.Time, batch []*item) (time.Duration, bool)
 			for j := i - 1; j >= 0; j-- {
 				s.quotas[j].Cancel(now, n)
 			}
-			return max(w, wait), false
+			return max(hint(w), wait), false
 		}
 		wait = max(wait, w)
 	}

@@ -3,7 +3,19 @@ package pacer
 import (
 	"sync"
 	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
 )
+
+// hint is a refusal's wait as the engine retries it: algorithms.Never (a
+// batch above a stage's capacity, which the configuration rules out) is
+// retried like "cannot tell" (0), after Shaping.GlobalRetry.
+func hint(w time.Duration) time.Duration {
+	if w == algorithms.Never {
+		return 0
+	}
+	return w
+}
 
 // stage is one step of the shaper. reserve asks for the permits a batch
 // needs at now; ok=false consumes nothing. cancel gives back what a
@@ -45,7 +57,7 @@ func (s *shaper) reserve(now time.Time, batch []*item) (wait time.Duration, ok b
 			for j := i - 1; j >= 0; j-- {
 				s.stages[j].cancel(now, batch)
 			}
-			return max(w, maxWait), false, st.name()
+			return max(hint(w), maxWait), false, st.name()
 		}
 		maxWait = max(maxWait, w)
 	}

@@ -73,7 +73,7 @@ func (e *Engine) Status() Status {
 		QueueSize:      e.cfg.QueueSize,
 		InFlight:       e.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
-		Retrying:       e.ready.len(),
+		Retrying:       e.delayed.len(),
 		Pauses:         e.pause.pauses.Load(),
 
 		Consumed:         e.stats.consumed.Load(),

@@ -17,6 +17,18 @@ type windowEdge struct {
 	edge      time.Time
 	confirmed bool          // two edges a whole number of windows apart
 	longest   time.Duration // the longest reset seen: the window, when no policy says
+	first     time.Time     // the first answer with a budget
+}
+
+// rolling reports whether the budget behaves as a rolling (sliding) window
+// rather than a fixed one: answers with a budget have come for more than
+// three windows and Remaining never jumped back up as a fixed window's does
+// at its reset. A rolling window gives back each request one window after
+// it was spent, so what is left (Remaining) is not the budget until the
+// reset: paced at Remaining/reset, a client settles at half the quota.
+func (w *windowEdge) rolling(now time.Time, win time.Duration) bool {
+	return win > 0 && !w.first.IsZero() && now.Sub(w.first) > 3*win &&
+		(w.edge.IsZero() || now.Sub(w.edge) > 3*win)
 }
 
 // window is the policy's window, else the longest reset seen, in whole
@@ -32,7 +44,10 @@ func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration
 	if left > 0 && left <= time.Hour {
 		w.longest = max(w.longest, left)
 	}
-	if !rl.ResetAt.IsZero() || rl.Remaining < 0 || left <= 0 || left%time.Second != 0 {
+	if w.first.IsZero() && rl.Remaining >= 0 {
+		w.first = now
+	}
+	if rl.Remaining < 0 {
 		return left
 	}
 	win := w.window(rl)
@@ -49,6 +64,9 @@ func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration
 	}
 	if now.After(w.prevAt) {
 		w.prevRem, w.prevAt = rl.Remaining, now
+	}
+	if !rl.ResetAt.IsZero() || left <= 0 || left%time.Second != 0 {
+		return left
 	}
 	if !w.confirmed || win <= 0 {
 		return left

@@ -239,7 +239,8 @@ func (l *Limiter) newBucket(key, name string, now time.Time) *bucket {
 // Reserve asks for n permits of the shared budget at now. It never blocks on
 // the network: ok=true (wait always 0) when the local lease covers n;
 // otherwise ok=false, nothing consumed, and wait hints when to ask again
-// while a refill runs in the background. n > Burst is refused with wait 0.
+// while a refill runs in the background. n > Burst is refused with
+// algorithms.Never; a closed limiter refuses with wait 0.
 func (l *Limiter) Reserve(now time.Time, n int) (time.Duration, bool) {
 	return l.reserve(now, nil, n)
 }
@@ -326,7 +327,10 @@ func (l *Limiter) reserveOn(now time.Time, which any, n int) (time.Duration, boo
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || n > l.cfg.Burst {
+	if n > l.cfg.Burst {
+		return algorithms.Never, false
+	}
+	if l.closed {
 		return 0, false
 	}
 	if l.stampRetry {
@@ -366,6 +370,9 @@ func (l *Limiter) reserveOn(now time.Time, which any, n int) (time.Duration, boo
 			}
 			if ok { // a borrowing fallback: give it back, hint the wait
 				b.fallback.Cancel(now, n)
+			}
+			if w == algorithms.Never { // above the fallback's burst: not Redis's
+				w = 0
 			}
 			return max(w, l.hintLocked()), false
 		}

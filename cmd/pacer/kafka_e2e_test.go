@@ -64,6 +64,7 @@ drain_timeout: 5s
 	if res.StatusCode != 200 {
 		t.Errorf("/metrics = %d", res.StatusCode)
 	}
+	checkAPIEnvelope(t, api, cfg)
 	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}

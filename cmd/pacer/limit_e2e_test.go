@@ -21,7 +21,8 @@ func TestRunFindsTheAPILimit(t *testing.T) {
 	t.Cleanup(api.Close)
 	addr := freeAddr(t)
 	cfg := strings.Replace(runConfig(url, stream, api.URL(), addr, "60/s"), "burst: 20", "burst: 20\n  peak: 120/s", 1)
-	p := start(t, nil, "run", "-c", writeFile(t, "run.yaml", cfg))
+	cfgPath := writeFile(t, "run.yaml", cfg)
+	p := start(t, nil, "run", "-c", cfgPath)
 
 	var st map[string]any
 	testkit.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
@@ -48,6 +49,7 @@ func TestRunFindsTheAPILimit(t *testing.T) {
 	if num(st, "engine", "seconds_since_throttle") < 0 {
 		t.Errorf("seconds_since_throttle %v after 429s", num(st, "engine", "seconds_since_throttle"))
 	}
+	checkAPIEnvelope(t, api, cfgPath) // 60/s burst 20 peak 120/s: the ceiling adaptive control stays under
 	if code := p.stop(t, 20*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}

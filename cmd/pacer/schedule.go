@@ -29,7 +29,7 @@ func scheduleStage(s config.Shaping, now time.Time) (*algorithms.ScheduledBucket
 
 // calendarQuota builds a "calendar" quota: per day, week or month of
 // shaping.timezone.
-func calendarQuota(s config.Shaping, q config.Quota) (algorithms.Limiter, error) {
+func calendarQuota(s config.Shaping, q config.Quota, now time.Time) (algorithms.Limiter, error) {
 	loc, err := s.Location()
 	if err != nil {
 		return nil, fmt.Errorf("shaping.timezone: %w", err)
@@ -38,5 +38,5 @@ func calendarQuota(s config.Shaping, q config.Quota) (algorithms.Limiter, error)
 	if !ok || q.Limit.Count > 1<<31-1 {
 		return nil, fmt.Errorf("limit %s: want a count per day, week or month", q.Limit)
 	}
-	return algorithms.NewCalendarWindow(algorithms.CalendarWindowConfig{Limit: int(q.Limit.Count), Period: p, Loc: loc})
+	return algorithms.NewCalendarWindow(algorithms.CalendarWindowConfig{Limit: int(q.Limit.Count), Period: p, Loc: loc}, now)
 }

@@ -119,6 +119,7 @@ drain_timeout: 5s
 	for _, path := range []string{"/status", "/readyz", "/metrics"} {
 		outputs = append(outputs, path+": "+get(path))
 	}
+	checkEnvelopeAt(t, api, 200, 200, 0, 1) // rate 200/s, burst its default (a second's worth); the secrets live in the worker's env only
 	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit = %d", code)
 	}

@@ -90,6 +90,7 @@ drain_timeout: 5s
 	}
 	testkit.Eventually(t, 90*time.Second, "delivery once the broker is up", func() bool { return api.Stats().Unique >= 5 })
 	testkit.Eventually(t, 30*time.Second, "healthcheck exit 0", func() bool { return runBin(t, nil, "healthcheck", "--addr", addr).code == 0 })
+	checkAPIEnvelope(t, api, cfg)
 	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}

@@ -84,6 +84,7 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 	if r := runBin(t, nil, "status"); r.code != 2 {
 		t.Errorf("status without --addr or -c = exit %d, want 2", r.code)
 	}
+	checkAPIEnvelope(t, api, cfgPath)
 	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("stop = exit %d", code)
 	}

@@ -356,6 +356,7 @@ func TestSystemicClearedByOperator(t *testing.T) {
 	if d := num(st, "engine", "dead_lettered"); d != 0 {
 		t.Errorf("dead_lettered = %v, want 0", d)
 	}
+	checkAPIEnvelope(t, api, cfg)
 	if code := p.stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit = %d", code)
 	}

@@ -64,7 +64,8 @@ func TestRunTraces(t *testing.T) {
     enabled: true
     protocol: http/protobuf
     endpoint: ` + otlp.URL + "\n"
-	p := start(t, nil, "run", "-c", writeFile(t, "traced.yaml", cfg))
+	cfgPath := writeFile(t, "traced.yaml", cfg)
+	p := start(t, nil, "run", "-c", cfgPath)
 	testkit.Eventually(t, 30*time.Second, "message delivered", func() bool {
 		st, err := getStatus(addr)
 		return err == nil && num(st, "engine", "acked") == 1
@@ -72,6 +73,7 @@ func TestRunTraces(t *testing.T) {
 	if tp := api.Accepted()[0].Header.Get("Traceparent"); !strings.HasPrefix(tp, "00-"+traceID+"-") {
 		t.Errorf("API got traceparent %q, want one in trace %s", tp, traceID)
 	}
+	checkAPIEnvelope(t, api, cfgPath)
 	if code := p.stop(t, 20*time.Second); code != 0 {
 		t.Fatalf("exit after SIGTERM = %d\n%s", code, p.logs())
 	}

@@ -24,18 +24,18 @@ import (
 // buildQuota turns a configured quota into a window limiter: a sliding
 // window (60 sub-windows when the window divides evenly, else 1) or a
 // calendar-aligned fixed window.
-func buildQuota(q config.Quota) (algorithms.Limiter, error) {
+func buildQuota(q config.Quota, now time.Time) (algorithms.Limiter, error) {
 	if q.Limit.Count > math.MaxInt32 {
 		return nil, fmt.Errorf("limit %s too large", q.Limit)
 	}
 	wc := algorithms.WindowConfig{Limit: int(q.Limit.Count), Window: q.Limit.Per, Buckets: 1}
 	if q.Window == "fixed" {
-		return algorithms.NewFixedWindow(wc)
+		return algorithms.NewFixedWindow(wc, now)
 	}
 	if q.Limit.Per%60 == 0 {
 		wc.Buckets = 60
 	}
-	return algorithms.NewSlidingWindow(wc)
+	return algorithms.NewSlidingWindow(wc, now)
 }
 
 // localShaping builds the engine's shaping from the config, without the
@@ -60,9 +60,9 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 	}
 	sh.KeyOf = keyFunc(keyBy)
 	for i, q := range s.Quotas {
-		l, err := buildQuota(q)
+		l, err := buildQuota(q, now)
 		if q.Window == "calendar" {
-			l, err = calendarQuota(s, q)
+			l, err = calendarQuota(s, q, now)
 		}
 		if err != nil {
 			return sh, fmt.Errorf("shaping.quotas[%d]: %w", i, err)

@@ -56,6 +56,7 @@ max_in_flight: 4`, ""))
 	if code := w.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 100, 10, 0, jitterSlack(100))
 	wa.end()
 	wa.checkHeld(t, 50)
 	if st.Engine.Consumed > st.Engine.Delivered+uint64(st.Engine.QueueSize+st.Engine.MaxInFlight+50) {

@@ -92,6 +92,7 @@ func TestHostileHTTP(t *testing.T) {
 	if code := w.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 100, 10, 0, jitterSlack(100))
 	got := map[string]bool{}
 	for _, r := range api.Accepted() {
 		got[string(r.Body)] = true

@@ -82,6 +82,7 @@ func TestPoisonKafkaFile(t *testing.T) {
 	if code := w.stop(t); code != 0 {
 		t.Errorf("first run SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 1000, 50, 0, jitterSlack(1000)) // the first run (the second starts a fresh bucket)
 	if st.Engine.DeadLettered != 0 {
 		t.Errorf("dead_lettered = %d with /dev/full; want 0", st.Engine.DeadLettered)
 	}
@@ -192,6 +193,7 @@ func TestPoisonNATSSubject(t *testing.T) {
 	if code := w.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 1000, 50, 0, jitterSlack(1000))
 	cons, err := js.OrderedConsumer(ctx, dstream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)

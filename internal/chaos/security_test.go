@@ -119,6 +119,7 @@ global:
 	if code := w.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 200, 20, 0, jitterSlack(200)) // PUT /rate lowers it to 150/s
 	out, _ := exec.Command(pacerBin, "validate", "-c", cfgPath).CombinedOutput()
 	seen.WriteString("\n--- pacer validate\n" + string(out))
 	seen.WriteString("\n--- worker output\n" + w.logs())
@@ -153,6 +154,7 @@ func TestTLSInsecureWarns(t *testing.T) {
 	if code := w.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 100, 100, 0, jitterSlack(100))
 	logs := strings.ToLower(w.logs())
 	warned := false
 	for _, l := range strings.Split(logs, "\n") {
@@ -197,6 +199,7 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 	if code := w.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
+	checkArrivals(t, api, 100, 100, 0, jitterSlack(100))
 	if !settled {
 		t.Errorf("dead_letter.type none: the rejected message was never settled (acked %d, terminated %d, naked %d, dead_letter_failed %d); "+
 			"internal/config and `pacer validate` promise it is logged and dropped (cmd/pacer passes no DeadLetterer, so pacer.Engine naks it for ever)",

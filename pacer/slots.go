@@ -1,0 +1,179 @@
+package pacer
+
+// A message's life, step 2: a worker takes it, from the delay queue
+// (delayqueue.go) or, holding a slot, from the queue; with OrderKey a busy
+// key parks it (ordering.go).
+
+import (
+	"context"
+	"time"
+)
+
+type nextStatus uint8
+
+const (
+	gotItem nextStatus = iota
+	timedOut
+	done // ctx done, or a finished source and nothing held
+)
+
+// next returns the next message to admit: a due retry or a freed key's
+// message first, else one from the queue once the worker holds a slot. It
+// blocks until one is available, deadline passes (timedOut), or ctx is done
+// or the finite source is exhausted with nothing held (done).
+//
+// Slots bound what the engine holds beyond the queue: a worker reserves a
+// slot before it may receive from the queue, and the message keeps it until
+// it is settled (retries included), so concurrent workers can never take
+// more than MaxInFlight*BatchSize messages between them.
+func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
+	for {
+		var due time.Time
+		if e.delayed.len() > 0 {
+			var it *item
+			it, due = e.delayed.pop(e.clock.Now())
+			if it != nil {
+				if e.delayed.len() > 0 {
+					e.delayed.signal() // someone must own the timer for the rest
+				}
+				return it, gotItem
+			}
+		}
+		slot := e.acquireSlot()
+		if slot {
+			if it := e.popQueued(); it != nil {
+				if it = e.take(it); it != nil {
+					return it, gotItem
+				}
+				continue
+			}
+		} else {
+			// Publish that we wait for a slot before trying again, so a
+			// slot freed in between wakes us.
+			e.slotWaiters.Add(1)
+			if slot = e.acquireSlot(); slot {
+				e.slotWaiters.Add(-1)
+			}
+		}
+		if e.finishIfDrained() {
+			e.giveBack(slot)
+			return nil, done
+		}
+		// One waiting worker at a time owns the timer for the next retry
+		// (no herd of MaxInFlight timers firing for one message); a push
+		// kicks the owner so an earlier due time is re-armed.
+		var wake time.Time
+		var kick chan struct{}
+		owner := !due.IsZero() && e.timerOwner.CompareAndSwap(false, true)
+		if owner {
+			wake, kick = due, e.delayed.kick
+		}
+		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
+			wake = deadline
+		}
+		var tc <-chan time.Time
+		if !wake.IsZero() {
+			tc = sl.arm(wake.Sub(e.clock.Now()))
+		}
+		var sc chan struct{}
+		if !slot {
+			sc = e.slotFreed
+		}
+		var got *item
+		received := false
+		st := gotItem
+		select {
+		case <-sc:
+		case <-e.queueAvail(slot):
+			if it := e.popQueued(); it != nil {
+				received = true
+				got = e.take(it) // nil: parked behind its key, holding the slot
+			}
+		case <-e.delayed.wake:
+		case <-kick:
+		case <-e.finished:
+			st = done
+		case <-tc:
+			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
+				st = timedOut
+			}
+		case <-ctx.Done():
+			st = done
+		}
+		if owner {
+			e.timerOwner.Store(false)
+			// Leaving with work or for good: hand the timer to another
+			// waiter. (Looping back, this worker takes it again itself.)
+			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
+				e.delayed.signal()
+			}
+		}
+		if received {
+			if got != nil {
+				return got, gotItem
+			}
+			continue
+		}
+		e.giveBack(slot)
+		if st != gotItem {
+			return nil, st
+		}
+	}
+}
+
+// acquireSlot reserves a slot if one is free.
+func (e *Engine) acquireSlot() bool {
+	for {
+		n := e.slotsUsed.Load()
+		if n >= e.slots {
+			return false
+		}
+		if e.slotsUsed.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// releaseSlot frees a slot and wakes a worker waiting for one.
+func (e *Engine) releaseSlot() {
+	e.slotsUsed.Add(-1)
+	if e.slotWaiters.Load() > 0 {
+		e.wakeOne()
+	}
+}
+
+// giveBack undoes next's bookkeeping for a worker that leaves its wait
+// without a message: an unused slot, or its place among slot waiters.
+func (e *Engine) giveBack(slot bool) {
+	if slot {
+		e.releaseSlot()
+	} else {
+		e.slotWaiters.Add(-1)
+	}
+}
+
+// finishIfDrained reports whether a finite source is exhausted and nothing
+// is held any more; if so it closes e.finished (once), which every waiting
+// worker and Run see.
+func (e *Engine) finishIfDrained() bool {
+	if e.srcDone.Load() && e.pending.Load() == 0 {
+		e.finishOnce.Do(func() { close(e.finished) })
+		return true
+	}
+	return false
+}
+
+// take accounts for an item received from the queue. With OrderKey, an item
+// whose key is busy is parked (nil is returned) until the key frees.
+func (e *Engine) take(it *item) *item {
+	if e.fair != nil && it.size > 0 {
+		e.fairBytes.Add(-it.size)
+	}
+	e.dequeued()
+	it.held = true
+	e.inflight.Add(1)
+	if e.keys != nil && !e.claimKey(it) {
+		return nil
+	}
+	return it
+}
