@@ -65,3 +65,7 @@ func (k *Keyed) AllowKey(now time.Time, key []byte, n int) bool {
 	}
 	return true
 }
+
+// Allow takes n permits at now if the wrapped limiter grants them with no
+// wait before End; from End on it always does.
+func (u *Until) Allow(now time.Time, n int) bool { return allow(u, now, n) }

@@ -51,6 +51,10 @@ func TestAllowIsReserveAtZeroWait(t *testing.T) {
 		"WarmUp": func(now time.Time) (allower, error) {
 			return NewWarmUp(WarmUpConfig{Rate: r, WarmUp: 3 * time.Second, ColdFactor: 3, MaxWait: time.Second}, now)
 		},
+		"Until": func(now time.Time) (allower, error) {
+			w, err := NewWarmUp(WarmUpConfig{Rate: r, WarmUp: 3 * time.Second, ColdFactor: 3, MaxWait: time.Second}, now)
+			return &Until{Limiter: w, End: now.Add(5 * time.Second)}, err
+		},
 		"All": func(now time.Time) (allower, error) {
 			tb, err := NewTokenBucket(TokenBucketConfig{Rate: r, Burst: 3, MaxWait: time.Second}, now)
 			if err != nil {

@@ -168,3 +168,20 @@ func TestKeyedTokensKey(t *testing.T) {
 		t.Fatalf("TokensKey(new key) = %v with %d keys held want 3 with 1", got, k.Len())
 	}
 }
+
+// Every limiter has Allow, Reserve, Cancel and Tokens (Keyed: per key).
+var _ = []interface {
+	Limiter
+	TokenReader
+	Allow(now time.Time, n int) bool
+}{
+	(*All)(nil), (*CalendarWindow)(nil), (*DualRate)(nil), (*FixedWindow)(nil), (*GCRA)(nil),
+	(*LeakyMeter)(nil), (*LeakyPacer)(nil), (*ScheduledBucket)(nil), (*SlidingLog)(nil),
+	(*SlidingWindow)(nil), (*TokenBucket)(nil), (*Until)(nil), (*WarmUp)(nil),
+}
+
+var _ interface {
+	KeyLimiter
+	AllowKey(now time.Time, key []byte, n int) bool
+	TokensKey(now time.Time, key []byte) float64
+} = (*Keyed)(nil)

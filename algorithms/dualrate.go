@@ -55,8 +55,7 @@ func validatePeak(r, peak Rate) error {
 	if err := peak.Validate(); err != nil {
 		return fmt.Errorf("peak: %w", err)
 	}
-	// peak >= rate  <=>  peak.Count*rate.Per >= rate.Count*peak.Per
-	if spanOf(peak, 1).Cmp(spanOf(r, 1)) > 0 {
+	if peak.Cmp(r) < 0 {
 		return fmt.Errorf("%w: peak %s is below the rate %s", ErrInvalidConfig, peak, r)
 	}
 	return nil

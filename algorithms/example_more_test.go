@@ -103,12 +103,21 @@ func ExampleKeyed() {
 	// true false true
 }
 
-// WarmUp starts slow after idleness and ramps up to its rate.
+// WarmUp starts slow after idleness and ramps up to its rate: a cold
+// limiter at 10/s with ColdFactor 3 spaces its first permits about 300ms
+// apart, and once warm 100ms apart.
 func ExampleWarmUp() {
-	w, _ := algorithms.NewWarmUp(algorithms.WarmUpConfig{Rate: algorithms.PerSecond(10), WarmUp: 10 * time.Second, ColdFactor: 3}, ex0)
-	fmt.Println(w.Allow(ex0, 1))
+	w, _ := algorithms.NewWarmUp(algorithms.WarmUpConfig{Rate: algorithms.PerSecond(10), WarmUp: 2 * time.Second, ColdFactor: 3, MaxWait: time.Minute}, ex0)
+	prev := time.Duration(0)
+	var gaps []string
+	for range 24 {
+		wait, _ := w.Reserve(ex0, 1)
+		gaps = append(gaps, (wait - prev).Round(10*time.Millisecond).String())
+		prev = wait
+	}
+	fmt.Println(gaps[1:4], gaps[20:])
 	// Output:
-	// true
+	// [290ms 270ms 250ms] [100ms 100ms 100ms 100ms]
 }
 
 // Wait blocks over any Limiter, as x/time/rate's Wait does.

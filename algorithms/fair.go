@@ -378,3 +378,40 @@ func (q *FairQueue[T]) pickLane() int {
 	}
 	return top
 }
+
+// Reconfigure changes Weights, MaxPerKey and Floors in place, keeping every
+// entry and its order: keys already known take their new weight at their
+// next turn (a turn under way ends at the new weight at most), a key above
+// a lowered MaxPerKey keeps what it holds and is refused until it falls
+// below. Capacity and Lanes cannot change (ErrInvalidConfig): they size the
+// queue.
+func (q *FairQueue[T]) Reconfigure(cfg FairConfig) error {
+	if cfg.Capacity != len(q.vals) || max(1, cfg.Lanes) != len(q.lanes) {
+		return fmt.Errorf("%w: fair queue capacity %d and lanes %d cannot change (have %d, %d)", ErrInvalidConfig, cfg.Capacity, cfg.Lanes, len(q.vals), len(q.lanes))
+	}
+	if _, err := NewFairQueue[struct{}](FairConfig{Capacity: 1, MaxPerKey: min(cfg.MaxPerKey, 1), Weights: cfg.Weights, Lanes: cfg.Lanes, Floors: cfg.Floors}); err != nil {
+		return err
+	}
+	if cfg.MaxPerKey < 0 || cfg.MaxPerKey > cfg.Capacity {
+		return fmt.Errorf("%w: fair queue max per key %d (want 0..capacity %d)", ErrInvalidConfig, cfg.MaxPerKey, cfg.Capacity)
+	}
+	q.weights = cfg.Weights
+	q.maxPerKey = int32(cmpOr(cfg.MaxPerKey, cfg.Capacity))
+	for i := range q.lanes {
+		l := &q.lanes[i]
+		l.floor = 0
+		if i > 0 && i < len(cfg.Floors) {
+			l.floor = cfg.Floors[i]
+		}
+		for k, fi := range l.flows {
+			f := &q.flows[fi]
+			w := 1
+			if x, ok := cfg.Weights[k]; ok {
+				w = x
+			}
+			f.weight = int32(w)
+			f.credit = min(f.credit, f.weight)
+		}
+	}
+	return nil
+}

@@ -311,3 +311,52 @@ func TestFairPushPopAllocs(t *testing.T) {
 		t.Errorf("Push+Pop allocates %v per run, want 0", allocs)
 	}
 }
+
+// TestFairQueueReconfigure: new weights apply to keys already queued, with
+// every entry kept in order; capacity and lanes cannot change.
+func TestFairQueueReconfigure(t *testing.T) {
+	q, err := NewFairQueue[int](FairConfig{Capacity: 100, Lanes: 2, Floors: []int{0, 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		q.Push(0, []byte("a"), i)
+		q.Push(0, []byte("b"), 100+i)
+	}
+	pop := func(n int) (a, b int) {
+		for range n {
+			v, _ := q.Pop()
+			if v < 100 {
+				a++
+			} else {
+				b++
+			}
+		}
+		return
+	}
+	if a, b := pop(10); a != 5 || b != 5 {
+		t.Fatalf("equal weights: a %d b %d", a, b)
+	}
+	if err := q.Reconfigure(FairConfig{Capacity: 100, Lanes: 2, Weights: map[string]int{"a": 4}, Floors: []int{0, 200}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := pop(25); a < 19 || a > 21 || b < 4 || b > 6 {
+		t.Fatalf("after reweighting a to 4: a %d b %d, want 20:5 (within one turn)", a, b)
+	}
+	last := map[bool]int{true: -1, false: 99}
+	for q.Len() > 0 {
+		v, _ := q.Pop()
+		if v <= last[v < 100] {
+			t.Fatalf("order broken: %d after %d", v, last[v < 100])
+		}
+		last[v < 100] = v
+	}
+	if q.lanes[1].floor != 200 {
+		t.Errorf("floor not reconfigured: %d", q.lanes[1].floor)
+	}
+	for _, bad := range []FairConfig{{Capacity: 50, Lanes: 2}, {Capacity: 100, Lanes: 3}, {Capacity: 100, Lanes: 2, Weights: map[string]int{"a": 0}}, {Capacity: 100, Lanes: 2, MaxPerKey: 101}} {
+		if err := q.Reconfigure(bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Reconfigure(%+v) = %v, want ErrInvalidConfig", bad, err)
+		}
+	}
+}

@@ -5,8 +5,11 @@
 // argument, in the manner of golang.org/x/time/rate's *At methods, so a test
 // drives it on a fixed timeline and a caller decides how to wait. Wait, a
 // convenience for importers that want to block, is the one function that
-// reads the clock and sleeps. Every limiter has Reserve, Cancel and Allow;
-// the contracts callers hold (Limiter, KeyLimiter, RateLimiter) are here.
+// reads the clock and sleeps. Every limiter has Reserve, Cancel, Allow and
+// Tokens, the one reading of its state (Keyed: per key); a refusal's wait is
+// Never when no later asking can succeed and 0 when the limiter cannot tell.
+// The contracts callers hold (Limiter, KeyLimiter, RateLimiter, TokenReader)
+// are here.
 //
 // Every limiter's constructor takes its config and the time it starts at,
 // New<Type>(cfg, now); that now counts as seen (below). The exceptions hold

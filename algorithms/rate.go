@@ -80,6 +80,33 @@ func (r Rate) PerSecond() float64 {
 	return float64(r.Count) * float64(time.Second) / float64(r.Per)
 }
 
+// Cmp compares r and o as rates, exactly (no float): -1 when r is slower,
+// 0 when they are the same rate however written ({2, 6s} and {1, 3s}), +1
+// when r is faster. A rate that is not positive (Count or Per <= 0) counts
+// as zero events per second. Compare with Cmp, not with PerSecond: two
+// floats of the same rate may differ in the last place.
+func (r Rate) Cmp(o Rate) int {
+	rz, oz := r.Count <= 0 || r.Per <= 0, o.Count <= 0 || o.Per <= 0
+	switch {
+	case rz && oz:
+		return 0
+	case rz:
+		return -1
+	case oz:
+		return 1
+	}
+	// r.Count/r.Per vs o.Count/o.Per  <=>  r.Count*o.Per vs o.Count*r.Per
+	ah, al := bits.Mul64(uint64(r.Count), uint64(o.Per))
+	bh, bl := bits.Mul64(uint64(o.Count), uint64(r.Per))
+	switch {
+	case ah < bh || ah == bh && al < bl:
+		return -1
+	case ah > bh || ah == bh && al > bl:
+		return 1
+	}
+	return 0
+}
+
 // Interval returns the spacing between events, rounded down to a nanosecond.
 func (r Rate) Interval() time.Duration {
 	if r.Count <= 0 {

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -134,4 +135,45 @@ func FuzzParseRate(f *testing.F) {
 			t.Fatalf("ParseRate(%q) = %#v; ParseRate(%q) = %#v, %v", s, r, r.String(), back, err)
 		}
 	})
+}
+
+// Rate.Cmp is exact where PerSecond's floats are not: 7 per 9ns written
+// with a common factor of 659*1000003 is the same rate, though its float
+// is one place larger.
+func TestRateCmp(t *testing.T) {
+	k := int64(659 * 1000003)
+	a, b := Rate{Count: 7, Per: 9}, Rate{Count: 7 * k, Per: time.Duration(9 * k)}
+	if b.PerSecond() <= a.PerSecond() {
+		t.Fatalf("the floats agree (%v, %v): the case no longer shows the rounding", a.PerSecond(), b.PerSecond())
+	}
+	cases := []struct {
+		r, o Rate
+		want int
+	}{
+		{a, b, 0}, {b, a, 0},
+		{Rate{2, 6 * time.Second}, Rate{1, 3 * time.Second}, 0},
+		{Rate{2, 3 * time.Second}, Rate{1, time.Second}, -1},
+		{Rate{1, time.Second}, Rate{2, 3 * time.Second}, 1},
+		{Rate{1 << 40, time.Duration(1<<62 - 1)}, Rate{1 << 40, time.Duration(1<<62 - 2)}, -1},
+		{Rate{}, Rate{}, 0}, {Rate{}, Rate{1, time.Hour}, -1}, {Rate{1, time.Hour}, Rate{Count: 5}, 1},
+	}
+	for _, c := range cases {
+		if got := c.r.Cmp(c.o); got != c.want {
+			t.Errorf("%v.Cmp(%v) = %d want %d", c.r, c.o, got, c.want)
+		}
+	}
+	// Property: Cmp agrees with exact rational comparison (fixed seed).
+	rng := rand.New(rand.NewPCG(21, 22))
+	for i := 0; i < 10000; i++ {
+		r := Rate{Count: 1 + rng.Int64N(1<<40), Per: time.Duration(1 + rng.Int64N(1<<50))}
+		o := Rate{Count: 1 + rng.Int64N(1<<40), Per: time.Duration(1 + rng.Int64N(1<<50))}
+		if rng.IntN(4) == 0 {
+			m := 1 + rng.Int64N(1000)
+			o = Rate{Count: r.Count * m, Per: r.Per * time.Duration(m)}
+		}
+		want := spanOf(o, 1).Cmp(spanOf(r, 1)) // a shorter span per event is a faster rate
+		if got := r.Cmp(o); got != want {
+			t.Fatalf("%v.Cmp(%v) = %d want %d", r, o, got, want)
+		}
+	}
 }

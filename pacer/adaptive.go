@@ -100,68 +100,6 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	c.pidRate = c.ceiling
 }
 
-// gateUntil returns the Retry-After gate (zero: none).
-func (c *controller) gateUntil() int64 { return c.gate.Load() }
-
-// longPause is the pause length from which a downstream-imposed pause is
-// logged at WARN with its cause and end.
-const longPause = 30 * time.Second
-
-// raiseGate stops every admission until now+d because of cause (a header
-// and its value). d is capped at maxPause, with a WARN naming the cause; a
-// pause of longPause or more is logged with its end. It returns the gate's
-// end.
-func (c *controller) raiseGate(now time.Time, d time.Duration, cause string) time.Time {
-	if d <= 0 {
-		return time.Time{}
-	}
-	if c.maxPause > 0 && d > c.maxPause {
-		if c.warn != nil {
-			c.warn("pacer: downstream asked for a pause longer than retry.max_pause; capped", "cause", cause, "asked", d.String(), "max_pause", c.maxPause.String())
-		}
-		d = c.maxPause
-	}
-	until := now.Add(d)
-	u := until.UnixNano()
-	for {
-		g := c.gate.Load()
-		if g >= u {
-			return time.Unix(0, g)
-		}
-		if c.gate.CompareAndSwap(g, u) {
-			break
-		}
-	}
-	c.gateMu.Lock()
-	c.gateCause = cause
-	c.gateMu.Unlock()
-	if d >= longPause && c.warn != nil {
-		c.warn("pacer: downstream paused every delivery", "cause", cause, "until", until.UTC().Format(time.RFC3339), "for", d.String())
-	}
-	return until
-}
-
-// clearGate lifts the gate (SIGHUP, the admin API); it reports whether one
-// was in force at now.
-func (c *controller) clearGate(now time.Time) bool {
-	g := c.gate.Swap(0)
-	return g > now.UnixNano()
-}
-
-func (c *controller) pauseCause() string {
-	c.gateMu.Lock()
-	defer c.gateMu.Unlock()
-	return c.gateCause
-}
-
-// capWait caps a downstream-imposed wait at maxPause.
-func (c *controller) capWait(d time.Duration) time.Duration {
-	if c.maxPause > 0 && d > c.maxPause {
-		return c.maxPause
-	}
-	return d
-}
-
 // resetIn is how long until rl's window resets, seen at now: exact when
 // the header gave an absolute time.
 func resetIn(rl *RateLimitInfo, now time.Time) time.Duration {

@@ -400,19 +400,21 @@ func (e *Engine) ResetBreaker() bool {
 	}
 	now := e.clock.Now()
 	e.pause.clear(PauseBroken)
-	n := e.delayed.heldDueNow(now)
+	n := e.delayed.dueNow(now, true)
 	e.log.Warn("pacer: systemic-failure breaker cleared by the operator; resuming the source and retrying the held messages now",
 		"class", class, "open_for", now.Sub(since).Round(time.Millisecond).String(), "held", n)
 	return true
 }
 
-// heldDueNow makes every message the breaker held (due at the next probe)
-// due at now, and wakes the workers. It returns how many there were.
-func (q *delayQueue) heldDueNow(now time.Time) int {
+// dueNow makes every waiting message (with held, only those the breaker
+// held) due at now, and wakes the workers: the operator's word that the
+// downstream is fine again goes for retries already scheduled. It returns
+// how many were brought forward.
+func (q *delayQueue) dueNow(now time.Time, held bool) int {
 	q.mu.Lock()
 	n := 0
 	for _, it := range q.h {
-		if it.suspect && it.due.After(now) {
+		if (it.suspect || !held) && it.due.After(now) {
 			it.due = now
 			n++
 		}

@@ -77,15 +77,10 @@ type Shaping struct {
 	// all workers). It runs last, after Global, keyed like PerKey (KeyOf,
 	// else the message key; no key shares the empty key's budget). Like Global, it
 	// must not block; a refusal is re-asked after its hint or GlobalRetry.
-	GlobalPerKey KeyLimiter
+	GlobalPerKey algorithms.KeyLimiter
 	// GlobalRetry is the re-ask delay after a hintless refusal; 0: 10ms.
 	GlobalRetry time.Duration
 }
-
-// KeyLimiter is algorithms.KeyLimiter, a limiter with one budget per key
-// (algorithms.Keyed, algorithms/redis.Limiter). The contract lives with the
-// algorithms so they can be imported on their own.
-type KeyLimiter = algorithms.KeyLimiter
 
 // PerKey limits every message key to its own token bucket.
 type PerKey struct {

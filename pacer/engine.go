@@ -46,6 +46,7 @@ type Engine struct {
 	brk     *breaker // nil: Breaker.Disabled
 	flog    failureLog
 
+	crew        crew          // the workers, started as work appears
 	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
 	fair        *fairQueue    // Fairness or Priority: the queue in fair order
 	fairBytes   atomic.Int64  // with fair and QueueBytes: payload bytes queued
@@ -130,6 +131,7 @@ func New(cfg Config) (*Engine, error) {
 	} else {
 		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
 	}
+	e.crew.max = int64(cfg.MaxInFlight)
 	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.delayed.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
@@ -250,8 +252,9 @@ func (e *Engine) ClearPause() bool {
 	now := e.clock.Now()
 	was := e.ctrl.clearGate(now)
 	if was {
-		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause())
 		e.pause.clear(PauseRetryAfter)
+		n := e.delayed.dueNow(now, false) // retries the pause delayed go now too
+		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause(), "retries_due_now", n)
 		e.wakeShaper()
 	}
 	return was
@@ -274,7 +277,7 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	if noBucket || e.cfg.Rate == (algorithms.Rate{}) {
 		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
 	}
-	if peak != (algorithms.Rate{}) && r.PerSecond() > peak.PerSecond() {
+	if peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
 		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 	}
 	e.ctrl.setCeiling(r, now)
@@ -389,17 +392,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopState := e.startState(base) // restore before the first admission
 	e.warmSink(ctx)                 // connections ready before the first admission
 
-	var workers sync.WaitGroup
-	for range e.cfg.MaxInFlight {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			e.worker(loopCtx)
-		}()
-	}
+	e.crew.start(e, loopCtx)
 	workersDone := make(chan struct{})
 	go func() {
-		workers.Wait()
+		e.crew.wg.Wait()
 		close(workersDone)
 	}()
 	srcErrc := make(chan error, 1)
@@ -429,6 +425,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.state.Store(stateStopping)
 	e.stopOnce.Do(func() { close(e.stopping) })
 	e.pause.set(PauseStopping)
+	e.crew.stop()
 	srcCancel()
 	loopCancel()
 	sl := newSleeper(e.clock)

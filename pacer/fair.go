@@ -120,15 +120,41 @@ type fairQueue struct {
 	out      map[string]int // per key: deferred messages not yet back (Defer)
 	nDefer   atomic.Uint64  // messages deferred
 
+	fns atomic.Pointer[fairFns] // replaced whole by a reload
+}
+
+// fairFns is how messages are sorted: by key and by lane.
+type fairFns struct {
 	keyOf  func(m *Message) []byte
 	laneOf func(m *Message) int
 	lanes  int
 }
 
+func (f *fairQueue) keyOf(m *Message) []byte { return f.fns.Load().keyOf(m) }
+
 func newFairQueue(cfg *Config) (*fairQueue, error) {
+	fns, fc := fairSettings(cfg)
+	f := &fairQueue{avail: make(chan struct{}, cfg.MaxInFlight)}
+	if fr := cfg.Fairness; fr != nil && fr.Defer != nil {
+		f.deferFn, f.deferred, f.out = fr.Defer, fr.Deferred, map[string]int{}
+		if f.deferred == nil {
+			f.deferred = func(*Message) bool { return false }
+		}
+	}
+	q, err := algorithms.NewFairQueue[*item](fc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	f.q = q
+	f.fns.Store(fns)
+	return f, nil
+}
+
+// fairSettings derives the sorting functions and the queue's settings from
+// cfg's Fairness and Priority.
+func fairSettings(cfg *Config) (*fairFns, algorithms.FairConfig) {
 	fc := algorithms.FairConfig{Capacity: cfg.QueueSize, Lanes: 1}
-	f := &fairQueue{
-		avail:  make(chan struct{}, cfg.MaxInFlight),
+	f := &fairFns{
 		keyOf:  func(m *Message) []byte { return nil },
 		laneOf: func(*Message) int { return 0 },
 		lanes:  1,
@@ -136,12 +162,6 @@ func newFairQueue(cfg *Config) (*fairQueue, error) {
 	share := 0.5
 	if fr := cfg.Fairness; fr != nil {
 		fc.Weights = fr.Weights
-		if fr.Defer != nil {
-			f.deferFn, f.deferred, f.out = fr.Defer, fr.Deferred, map[string]int{}
-			if f.deferred == nil {
-				f.deferred = func(*Message) bool { return false }
-			}
-		}
 		if fr.MaxShare != 0 {
 			share = fr.MaxShare
 		}
@@ -164,20 +184,68 @@ func newFairQueue(cfg *Config) (*fairQueue, error) {
 		}
 	}
 	fc.MaxPerKey = max(1, int(share*float64(cfg.QueueSize)))
-	q, err := algorithms.NewFairQueue[*item](fc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	f.q = q
-	return f, nil
+	return f, fc
 }
 
 func (f *fairQueue) lane(m *Message) int {
-	l := f.laneOf(m)
-	if l < 0 || l >= f.lanes {
-		return f.lanes - 1
+	fns := f.fns.Load()
+	l := fns.laneOf(m)
+	if l < 0 || l >= fns.lanes {
+		return fns.lanes - 1
 	}
 	return l
+}
+
+// ReloadFairness applies new Fairness and Priority settings to a running
+// engine, keeping every waiting message and its place: weights, MaxShare,
+// the fairness key, floors and how messages map to lanes take effect at
+// once (a key's turn under way ends at its new weight at most). What sizes
+// the queue cannot change without a restart (ErrInvalidConfig, nothing
+// changed): turning fairness and priority on or off, and the number of
+// lanes. Fairness.Defer and Deferred stay those the engine started with.
+func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
+	if (f == nil && p == nil) != (e.fair == nil) {
+		return fmt.Errorf("%w: turning fairness or priority on or off needs a restart", ErrInvalidConfig)
+	}
+	if e.fair == nil {
+		return nil
+	}
+	if (p == nil) != (e.cfg.Priority == nil) || p != nil && p.Lanes != e.cfg.Priority.Lanes {
+		return fmt.Errorf("%w: adding or removing priority lanes needs a restart", ErrInvalidConfig)
+	}
+	if f != nil {
+		if err := f.validate(); err != nil {
+			return err
+		}
+	}
+	if p != nil {
+		if err := p.validate(); err != nil {
+			return err
+		}
+	}
+	e.sh.mu.Lock() // e.cfg.Shaping (KeyOf) changes under it
+	cfg := e.cfg
+	e.sh.mu.Unlock()
+	cfg.Fairness, cfg.Priority = f, p
+	fns, fc := fairSettings(&cfg)
+	e.fair.mu.Lock()
+	err := e.fair.q.Reconfigure(fc)
+	if err == nil {
+		e.fair.fns.Store(fns)
+	}
+	e.fair.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	// Room may have grown (a larger share): wake the deliveries waiting.
+	e.fair.mu.Lock()
+	for i, ch := range e.fair.waiting {
+		ch <- struct{}{}
+		e.fair.waiting[i] = nil
+	}
+	e.fair.waiting = e.fair.waiting[:0]
+	e.fair.mu.Unlock()
+	return nil
 }
 
 // errDefer is put's answer when the message is to be deferred (Defer).
@@ -280,6 +348,7 @@ func (e *Engine) deliverFair(ctx context.Context, it *item) error {
 		return err
 	}
 	e.stats.consumed.Add(1)
+	e.spawn()
 	if e.queueFull() {
 		e.pauseFull()
 	}

@@ -1,7 +1,10 @@
 package pacer_test
 
 import (
+	"errors"
+
 	"context"
+	"github.com/pacer-dev/pacer/algorithms"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -64,6 +67,65 @@ func TestPriorityGlobalLanes(t *testing.T) {
 		// lane "9" is out of range: the lowest lane.
 		if rec.plain != 0 || rec.byLane[0] != 30 || rec.byLane[1] != 60 {
 			t.Fatalf("global reservations by lane %v, plain %d; want lane 0: 30, lane 1: 60, plain 0", rec.byLane, rec.plain)
+		}
+	})
+}
+
+// TestReloadFairness: new weights reach a running engine with its queue
+// kept (all 600 wait in it): a and b share equally until the reload makes a weigh 4, then 4:1;
+// every message is delivered once. Turning fairness off, or changing the
+// lane count, is refused.
+func TestReloadFairness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msgs := pacertest.Messages(600, "a", "b")
+		led := pacertest.NewLedger()
+		led.Attach(msgs)
+		var e *pacer.Engine
+		var mu sync.Mutex
+		var order []string
+		sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			mu.Lock()
+			order = append(order, string(m.Key))
+			if len(order) == 100 {
+				if err := e.ReloadFairness(&pacer.Fairness{Weights: map[string]int{"a": 4}, MaxShare: 1}, nil); err != nil {
+					t.Errorf("ReloadFairness: %v", err)
+				}
+			}
+			mu.Unlock()
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, 0
+		}}
+		var err error
+		e, err = pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, MaxInFlight: 1, QueueSize: 600,
+			Fairness: &pacer.Fairness{MaxShare: 1},
+			Shaping:  pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.ReloadFairness(nil, nil); !errors.Is(err, pacer.ErrInvalidConfig) {
+			t.Errorf("turning fairness off: %v, want ErrInvalidConfig", err)
+		}
+		if err := e.ReloadFairness(&pacer.Fairness{}, &pacer.Priority{Lanes: 2, LaneOf: func(*pacer.Message) int { return 0 }}); !errors.Is(err, pacer.ErrInvalidConfig) {
+			t.Errorf("adding lanes: %v, want ErrInvalidConfig", err)
+		}
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		count := func(from, to int) (a int) {
+			for _, k := range order[from:to] {
+				if k == "a" {
+					a++
+				}
+			}
+			return a
+		}
+		if a := count(20, 100); a < 36 || a > 44 {
+			t.Errorf("before the reload a got %d of 80, want half", a)
+		}
+		if a := count(120, 370); a < 190 || a > 210 {
+			t.Errorf("after the reload a got %d of 250, want 4 in 5 (200)", a)
+		}
+		if n := led.Count(pacer.SettledAck); n != 600 || len(led.Violations()) > 0 {
+			t.Errorf("acked %d of 600, violations %v", n, led.Violations())
 		}
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 )
 
-// testKeyed is a test-only pacer.KeyLimiter: one testBucket per key, never
+// testKeyed is a test-only algorithms.KeyLimiter: one testBucket per key, never
 // waiting (like the Redis limiter, it refuses with a hint instead). It
 // counts the permits each key holds (granted less given back).
 type testKeyed struct {
@@ -58,7 +58,7 @@ func (k *testKeyed) CancelKey(now time.Time, key []byte, n int) {
 	k.held[string(key)] -= n
 }
 
-var _ pacer.KeyLimiter = (*testKeyed)(nil)
+var _ algorithms.KeyLimiter = (*testKeyed)(nil)
 
 // Shaping.GlobalPerKey limits every key to its own envelope, whatever the
 // other keys do, in random loads: per key, the attempts sent downstream

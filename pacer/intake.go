@@ -43,6 +43,7 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		return err
 	}
 	e.stats.consumed.Add(1)
+	e.spawn()
 	if e.queueFull() {
 		e.pauseFull()
 	}

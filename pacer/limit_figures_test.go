@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // next message and retrying a 429 until accepted. honour makes a worker
 // sleep the Retry-After before retrying (a fixed-rate polite loop); without
 // it the loop ignores 429s and just retries.
-func loopClient(t *testing.T, api *testapi.API, n int, honour bool) {
+func loopClient(t testing.TB, api *testapi.API, n int, honour bool) {
 	t.Helper()
 	lim := rate.NewLimiter(100, 50)
 	client := &http.Client{Transport: api.Transport()}
@@ -67,20 +68,28 @@ func runLoop(t *testing.T, cfg testapi.Config, n int, honour bool) limitResult {
 	t.Helper()
 	var res limitResult
 	synctest.Test(t, func(t *testing.T) {
-		if cfg.Latency == 0 {
-			cfg.Latency = 20 * time.Millisecond
-		}
-		api := testapi.NewHandler(cfg)
-		defer api.Close()
-		res.start = time.Now()
-		loopClient(t, api, n, honour)
-		res.took = time.Since(res.start)
-		res.throttled = api.Throttled()
-		for _, r := range api.Accepted() {
-			res.accepted = append(res.accepted, r.Time)
-		}
-		res.acked = len(res.accepted)
+		res = runLoopNow(t, cfg, n, honour)
 	})
+	return res
+}
+
+// runLoopNow is runLoop on the clock it is called on (a bubble's, or the
+// real one in a benchmark).
+func runLoopNow(t testing.TB, cfg testapi.Config, n int, honour bool) limitResult {
+	var res limitResult
+	if cfg.Latency == 0 {
+		cfg.Latency = 20 * time.Millisecond
+	}
+	api := testapi.NewHandler(cfg)
+	defer api.Close()
+	res.start = time.Now()
+	loopClient(t, api, n, honour)
+	res.took = time.Since(res.start)
+	res.throttled = api.Throttled()
+	for _, r := range api.Accepted() {
+		res.accepted = append(res.accepted, r.Time)
+	}
+	res.acked = len(res.accepted)
 	return res
 }
 
@@ -133,4 +142,54 @@ func joinLines(rows []string) string {
 		s += r + "\n"
 	}
 	return s
+}
+
+// BenchmarkLimitFigures is TestLimitFigures in real time: scenarios 1 and 2
+// (configured 100/s, burst 50, peak 200/s against a 50/s API, 1,500
+// messages), pacer with adaptive auto and off side by side with a fixed-rate
+// x/time/rate loop that honours Retry-After and one that ignores 429s, in
+// the same run. The API is served in process (20 ms latency); each run takes
+// as long as the API makes it (30 s to 2 min), so run it once:
+//
+//	PACER_LIMIT_BENCH=1 go test -run '^$' -bench LimitFigures -benchtime 1x ./pacer
+//
+// Reported per run: delivered/s over the whole run, sustained/s after 10 s,
+// and 429s as a percentage of requests (ns/op is the run's length).
+func BenchmarkLimitFigures(b *testing.B) {
+	if os.Getenv("PACER_LIMIT_BENCH") == "" {
+		b.Skip("real time, about 6 minutes: set PACER_LIMIT_BENCH=1")
+	}
+	const n = 1500
+	for _, sc := range []struct {
+		name string
+		cfg  testapi.Config
+	}{
+		{"1-bucket-429-only", testapi.Config{Rate: 50, Burst: 10, Headers: testapi.HeadersNone}},
+		{"2-window-x-ratelimit-epoch", testapi.Config{Rate: 50, Limiter: testapi.LimiterFixedWindow, Headers: testapi.HeadersXEpoch}},
+		{"3-sliding-429-only", testapi.Config{Rate: 50, Limiter: testapi.LimiterSlidingWindow, Headers: testapi.HeadersNone}},
+	} {
+		for _, cl := range []struct {
+			name string
+			run  func(b *testing.B) limitResult
+		}{
+			{"pacer-auto", func(b *testing.B) limitResult {
+				return runLimitInBubble(b, limitRun{api: sc.cfg, mode: pacer.AdaptiveAuto, n: n})
+			}},
+			{"pacer-off", func(b *testing.B) limitResult {
+				return runLimitInBubble(b, limitRun{api: sc.cfg, mode: pacer.AdaptiveOff, n: n})
+			}},
+			{"xrate-honours-retry-after", func(b *testing.B) limitResult { return runLoopNow(b, sc.cfg, n, true) }},
+			{"xrate-ignores-429", func(b *testing.B) limitResult { return runLoopNow(b, sc.cfg, n, false) }},
+		} {
+			b.Run(sc.name+"/"+cl.name, func(b *testing.B) {
+				var r limitResult
+				for b.Loop() {
+					r = cl.run(b)
+				}
+				b.ReportMetric(float64(len(r.accepted))/r.took.Seconds(), "delivered/s")
+				b.ReportMetric(r.sustained(10*time.Second), "sustained/s")
+				b.ReportMetric(100*r.ratio429(), "429%")
+			})
+		}
+	}
 }

@@ -93,7 +93,7 @@ func runLimit(t *testing.T, lr limitRun) limitResult {
 	return res
 }
 
-func runLimitInBubble(t *testing.T, lr limitRun) limitResult {
+func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	t.Helper()
 	cfg := lr.api
 	if cfg.Latency == 0 {

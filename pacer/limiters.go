@@ -10,9 +10,6 @@ import (
 // This file is the one place that builds concrete limiters from
 // package algorithms; everything else sees the Limiter interface.
 
-// rateLimiter is the token bucket + peak pacer the bucket stage drives.
-type rateLimiter = algorithms.RateLimiter
-
 // algoMaxWait maps the engine's MaxWait (negative: no borrowing) to the
 // algorithms' (0: no borrowing).
 func algoMaxWait(d time.Duration) time.Duration {
@@ -25,7 +22,7 @@ func algoMaxWait(d time.Duration) time.Duration {
 // newRateLimiter builds the bucket stage's DualRate (token bucket, then
 // peak pacer) for sh and returns its sustained rate. With only a Peak, the
 // bucket runs at the peak with a burst of 1 (pure pacing).
-func newRateLimiter(sh *Shaping, now time.Time) (rateLimiter, algorithms.Rate, error) {
+func newRateLimiter(sh *Shaping, now time.Time) (algorithms.RateLimiter, algorithms.Rate, error) {
 	cfg := algorithms.DualRateConfig{
 		Rate: sh.Rate, Burst: sh.Burst, Peak: sh.Peak,
 		MaxWait: algoMaxWait(sh.MaxWait), StartEmpty: sh.StartEmpty,
@@ -42,7 +39,7 @@ func newRateLimiter(sh *Shaping, now time.Time) (rateLimiter, algorithms.Rate, e
 
 // newKeyedLimiter builds the per-key limiter: one DualRate (PerKey.Rate,
 // PerKey.Burst) per key, bounded by MaxKeys and forgotten after IdleTTL.
-func newKeyedLimiter(p *PerKey, maxWait time.Duration, now time.Time) (KeyLimiter, error) {
+func newKeyedLimiter(p *PerKey, maxWait time.Duration, now time.Time) (algorithms.KeyLimiter, error) {
 	cfg := algorithms.DualRateConfig{Rate: p.Rate, Burst: p.Burst, MaxWait: algoMaxWait(maxWait)}
 	k, err := algorithms.NewKeyed(algorithms.KeyedConfig{
 		MaxKeys: p.MaxKeys,

@@ -131,3 +131,81 @@ func TestEmptyStreamLargeQueueIsCheap(t *testing.T) {
 		t.Errorf("an idle engine with queue_size 1,000,000 allocated %d bytes, want < 1 MiB (allocate as messages arrive)", grown)
 	}
 }
+
+// TestWorkersStartAsWorkAppears: with MaxInFlight 10,000 an idle engine
+// runs one worker and allocates a few kilobytes (runtime.MemStats, not
+// time; 10,000 workers up front allocated 8.6 MB and 30 MB of stacks); a
+// backlog behind a slow sink brings the crew up to what it can use (every
+// slot busy), and once the work is done and the retire period passed, it
+// is one worker again.
+func TestWorkersStartAsWorkAppears(t *testing.T) {
+	allocated := func() (uint64, uint64) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.TotalAlloc, ms.StackInuse
+	}
+	runtime.GC()
+	a0, _ := allocated()
+	src := pacertest.NewSource(nil)
+	src.Hold = true
+	e, err := pacer.New(pacer.Config{Source: src, Sink: &pacertest.Sink{}, QueueSize: 1_000_000, MaxInFlight: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+	for e.Status().State != "running" {
+		runtime.Gosched()
+	}
+	for range 1000 {
+		runtime.Gosched() // time for workers started up front to appear
+	}
+	a1, _ := allocated()
+	st := e.Status()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RESULT max_in_flight 10,000, idle: %d worker(s), %d bytes allocated from New to running", st.Workers, a1-a0)
+	if st.Workers != 1 || a1-a0 > 1<<20 {
+		t.Errorf("idle with MaxInFlight 10,000: %d workers, %d bytes allocated; want 1 and < 1 MiB", st.Workers, a1-a0)
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		const n, inflight = 200, 8
+		msgs := pacertest.Messages(n)
+		src := pacertest.NewSource(msgs)
+		src.Hold = true
+		release := make(chan struct{})
+		sink := &pacertest.Sink{Behave: func(*pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			<-release
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{}, 0
+		}}
+		e, err := pacer.New(pacer.Config{Source: src, Sink: sink, QueueSize: 50, MaxInFlight: inflight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- e.Run(ctx) }()
+		synctest.Wait()
+		if st := e.Status(); st.Workers != inflight || st.InFlight != inflight {
+			t.Errorf("backlog behind a blocked sink: %d workers, %d in flight; want %d and %d", st.Workers, st.InFlight, inflight, inflight)
+		}
+		close(release)
+		synctest.Wait()
+		if st := e.Status(); st.Delivered != n {
+			t.Errorf("delivered %d of %d", st.Delivered, n)
+		}
+		time.Sleep(time.Minute) // past the retire period
+		synctest.Wait()
+		if st := e.Status(); st.Workers != 1 {
+			t.Errorf("idle a minute after the backlog: %d workers, want 1", st.Workers)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

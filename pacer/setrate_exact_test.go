@@ -37,3 +37,22 @@ func TestSetRateIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestSetRateAtPeakIsExact: a rate equal to the peak is accepted however it
+// is written; compared as floats, 7 per 9ns with a common factor of
+// 659*1000003 came out one place above the peak and was refused.
+func TestSetRateAtPeakIsExact(t *testing.T) {
+	peak := algorithms.Rate{Count: 7, Per: 9}
+	e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(nil), Sink: &pacertest.Sink{},
+		Shaping: pacer.Shaping{Rate: algorithms.Rate{Count: 1, Per: time.Second}, Burst: 1, Peak: peak}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := int64(659 * 1000003)
+	if err := e.SetRate(algorithms.Rate{Count: 7 * k, Per: time.Duration(9 * k)}); err != nil {
+		t.Fatalf("SetRate(the peak, written with a common factor) = %v want accepted", err)
+	}
+	if err := e.SetRate(algorithms.Rate{Count: 7*k + 1, Per: time.Duration(9 * k)}); err == nil {
+		t.Fatal("SetRate above the peak accepted")
+	}
+}

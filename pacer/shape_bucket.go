@@ -10,7 +10,7 @@ import (
 // in series (third stage): algorithms.DualRate. Its sustained rate is what
 // the adaptive controller, SetRate and rate-limit headers move.
 type bucketStage struct {
-	lim   rateLimiter
+	lim   algorithms.RateLimiter
 	rate  algorithms.Rate // current sustained rate
 	burst int             // current capacity
 }

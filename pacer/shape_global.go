@@ -1,10 +1,6 @@
 package pacer
 
-import (
-	"time"
-
-	"github.com/pacer-dev/pacer/algorithms"
-)
+import "time"
 
 // LaneLimiter is a Global limiter that shares its budget by priority lane
 // across workers (algorithms/redis.Limiter built with Lanes): with
@@ -21,18 +17,16 @@ type LaneLimiter interface {
 // blocks on the network: an empty local lease answers ok=false with a hint
 // while a refill runs in the background, and the engine asks again.
 type globalStage struct {
-	lim    algorithms.Limiter
+	limiterStage
 	lanes  LaneLimiter        // set by wireLanes when Priority is set
 	laneOf func(*Message) int // the message's lane, in range
 }
-
-func (*globalStage) name() string { return "global" }
 
 func (s *globalStage) reserve(now time.Time, batch []*item) (time.Duration, bool) {
 	if s.lanes != nil {
 		return s.lanes.ReserveLane(now, s.lane(batch), len(batch))
 	}
-	return s.lim.Reserve(now, len(batch))
+	return s.limiterStage.reserve(now, batch)
 }
 
 func (s *globalStage) cancel(now time.Time, batch []*item) {
@@ -40,7 +34,7 @@ func (s *globalStage) cancel(now time.Time, batch []*item) {
 		s.lanes.CancelLane(now, s.lane(batch), len(batch))
 		return
 	}
-	s.lim.Cancel(now, len(batch))
+	s.limiterStage.cancel(now, batch)
 }
 
 // lane is the highest lane (lowest number) among the batch's messages.

@@ -1,6 +1,10 @@
 package pacer
 
-import "time"
+import (
+	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
+)
 
 // keyedStage gives every message key its own limit. The local per-key
 // limit is the first stage; the per-key budget shared with other workers
@@ -10,7 +14,7 @@ import "time"
 type keyedStage struct {
 	label  string
 	global bool // the shared (Redis) per-key budget, not the local one
-	keyed  KeyLimiter
+	keyed  algorithms.KeyLimiter
 	keyOf  func(*Message) []byte // nil: the message key
 }
 
@@ -44,7 +48,7 @@ func (s *keyedStage) reserve(now time.Time, batch []*item) (time.Duration, bool)
 		w, ok := s.keyed.ReserveKey(now, keyOf(s.keyOf, it.m), 1)
 		if !ok {
 			s.cancel(now, batch[:i])
-			return max(hint(w), wait), false
+			return refusal(w, wait), false
 		}
 		wait = max(wait, w)
 	}

@@ -17,6 +17,14 @@ func hint(w time.Duration) time.Duration {
 	return w
 }
 
+// refusal is the one format of a refusal's hint, in the shaper and in a
+// stage that asks several limiters itself (per-key): the refuser's hint
+// (hint), or the longest wait already granted before it if that is later,
+// since the batch cannot go before then either.
+func refusal(w, granted time.Duration) time.Duration {
+	return max(hint(w), granted)
+}
+
 // stage is one step of the shaper. reserve asks for the permits a batch
 // needs at now; ok=false consumes nothing. cancel gives back what a
 // successful reserve of the same batch granted.
@@ -57,7 +65,7 @@ func (s *shaper) reserve(now time.Time, batch []*item) (wait time.Duration, ok b
 			for j := i - 1; j >= 0; j-- {
 				s.stages[j].cancel(now, batch)
 			}
-			return max(hint(w), maxWait), false, st.name()
+			return refusal(w, maxWait), false, st.name()
 		}
 		maxWait = max(maxWait, w)
 	}
@@ -105,10 +113,29 @@ func buildStages(sh *Shaping, now time.Time) ([]stage, *bucketStage, error) {
 		st = append(st, b)
 	}
 	if sh.Global != nil {
-		st = append(st, &globalStage{lim: sh.Global})
+		st = append(st, &globalStage{limiterStage: limiterStage{label: "global", lim: sh.Global}})
 	}
 	if sh.GlobalPerKey != nil {
 		st = append(st, newGlobalPerKeyStage(sh))
 	}
 	return st, b, nil
+}
+
+// limiterStage is a stage over one algorithms.Limiter: a batch of n
+// messages costs n permits. Several limiters that must all grant (the
+// quotas) are one algorithms.All, which gives back what the others granted
+// when one refuses, so no stage keeps its own rollback loop over limiters.
+type limiterStage struct {
+	label string
+	lim   algorithms.Limiter
+}
+
+func (s *limiterStage) name() string { return s.label }
+
+func (s *limiterStage) reserve(now time.Time, batch []*item) (time.Duration, bool) {
+	return s.lim.Reserve(now, len(batch))
+}
+
+func (s *limiterStage) cancel(now time.Time, batch []*item) {
+	s.lim.Cancel(now, len(batch))
 }

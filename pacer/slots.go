@@ -14,7 +14,8 @@ type nextStatus uint8
 const (
 	gotItem nextStatus = iota
 	timedOut
-	done // ctx done, or a finished source and nothing held
+	done    // ctx done, or a finished source and nothing held
+	retired // idle for the retire period (see crew)
 )
 
 // next returns the next message to admit: a due retry or a freed key's
@@ -26,7 +27,14 @@ const (
 // slot before it may receive from the queue, and the message keeps it until
 // it is settled (retries included), so concurrent workers can never take
 // more than MaxInFlight*BatchSize messages between them.
-func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*item, nextStatus) {
+//
+// With retireAfter > 0, a worker that found nothing for that long (and
+// holds no retry timer) returns retired.
+func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
+	var retireAt time.Time
+	if retireAfter > 0 {
+		retireAt = e.clock.Now().Add(retireAfter)
+	}
 	for {
 		var due time.Time
 		if e.delayed.len() > 0 {
@@ -71,6 +79,9 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
 			wake = deadline
 		}
+		if !retireAt.IsZero() && !owner && (wake.IsZero() || retireAt.Before(wake)) {
+			wake = retireAt
+		}
 		var tc <-chan time.Time
 		if !wake.IsZero() {
 			tc = sl.arm(wake.Sub(e.clock.Now()))
@@ -94,8 +105,11 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time) (*it
 		case <-e.finished:
 			st = done
 		case <-tc:
-			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
+			now := e.clock.Now()
+			if !deadline.IsZero() && !now.Before(deadline) {
 				st = timedOut
+			} else if !retireAt.IsZero() && !owner && !now.Before(retireAt) {
+				st = retired
 			}
 		case <-ctx.Done():
 			st = done

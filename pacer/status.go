@@ -14,15 +14,18 @@ type Status struct {
 	QueueSize      int     `json:"queue_size"`
 	// QueueBytes is the payload bytes queued, and QueueBytesLimit its
 	// bound (both 0 without Config.QueueBytes).
-	QueueBytes      int64     `json:"queue_bytes,omitempty"`
-	QueueBytesLimit int64     `json:"queue_bytes_limit,omitempty"`
-	InFlight        int64     `json:"in_flight"`
-	MaxInFlight     int       `json:"max_in_flight"`
-	Retrying        int       `json:"retrying"`
-	Paused          bool      `json:"paused"`
-	PauseReasons    []string  `json:"pause_reasons,omitempty"`
-	Pauses          uint64    `json:"pauses"`
-	RetryAfter      time.Time `json:"retry_after_until,omitzero"`
+	QueueBytes      int64 `json:"queue_bytes,omitempty"`
+	QueueBytesLimit int64 `json:"queue_bytes_limit,omitempty"`
+	InFlight        int64 `json:"in_flight"`
+	MaxInFlight     int   `json:"max_in_flight"`
+	// Workers is how many delivery workers run now: started as work
+	// appears, up to MaxInFlight, and retired when idle.
+	Workers      int       `json:"workers"`
+	Retrying     int       `json:"retrying"`
+	Paused       bool      `json:"paused"`
+	PauseReasons []string  `json:"pause_reasons,omitempty"`
+	Pauses       uint64    `json:"pauses"`
+	RetryAfter   time.Time `json:"retry_after_until,omitzero"`
 	// FairShareWaits counts deliveries (with Fairness) that waited because
 	// their key held its MaxShare of the queue: a hot key held back.
 	FairShareWaits uint64 `json:"fair_share_waits,omitempty"`
@@ -73,6 +76,7 @@ func (e *Engine) Status() Status {
 		QueueSize:      e.cfg.QueueSize,
 		InFlight:       e.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
+		Workers:        int(e.crew.running.Load()),
 		Retrying:       e.delayed.len(),
 		Pauses:         e.pause.pauses.Load(),
 

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// worker is one of MaxInFlight goroutines. Each takes work itself (a due
+// worker is one of at most MaxInFlight goroutines (see crew). Each takes work itself (a due
 // retry or a freed key's message first, then the queue when a slot is
 // free), forms a batch, admits it through the Retry-After gate and the
 // shaper, delivers it and settles it. There is no central admission
@@ -18,7 +18,11 @@ import (
 // worker at a time waits on the shaper (admitSem), so a token is never
 // raced for by a herd of sleepers, and a batch is formed by one worker at
 // a time (takeSem).
-func (e *Engine) worker(ctx context.Context) {
+func (e *Engine) worker(ctx context.Context, anchor bool) {
+	retireAfter := workerIdle
+	if anchor {
+		retireAfter = 0
+	}
 	sl := newSleeper(e.clock)
 	defer sl.stop()
 	n := e.cfg.BatchSize
@@ -29,26 +33,37 @@ func (e *Engine) worker(ctx context.Context) {
 	// With batching, or key ordering (keys must be claimed in the order the
 	// queue hands messages over), one worker at a time takes from the queue.
 	serial := n > 1 || e.keys != nil
-	for {
+	for first := true; ; first = false {
+		if !first {
+			e.crew.idle.Add(1)
+		}
 		if serial {
 			select {
 			case e.takeSem <- struct{}{}:
 			case <-ctx.Done():
+				e.crew.idle.Add(-1)
 				return
 			}
 		}
-		it, st := e.next(ctx, sl, time.Time{})
+		it, st := e.next(ctx, sl, time.Time{}, retireAfter)
+		e.crew.idle.Add(-1)
 		if st != gotItem {
 			if serial {
 				<-e.takeSem
 			}
+			if st == retired && !e.retire() {
+				continue
+			}
 			return
+		}
+		if e.queued() > 0 {
+			e.spawn() // more waits: a helper, if nobody is idle
 		}
 		grp = append(grp[:0], it)
 		if n > 1 {
 			deadline := e.clock.Now().Add(e.cfg.BatchLinger)
 			for len(grp) < n {
-				it, st := e.next(ctx, sl, deadline)
+				it, st := e.next(ctx, sl, deadline, 0)
 				if st != gotItem {
 					break
 				}

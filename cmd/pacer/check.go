@@ -103,6 +103,9 @@ func checkParts(cfg *config.Config) config.Problems {
 			path += ".per_key"
 		}
 		rc, ok, err := redisConfig(cfg.Shaping.Global, perKey, discard)
+		if ok && !perKey {
+			rc = withLanes(rc, cfg.Shaping.Priority)
+		}
 		if err == nil && ok {
 			err = rc.Validate()
 			if err == nil {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+
+	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
 // fairness maps shaping.fairness to the engine's (nil when disabled).
@@ -58,4 +62,37 @@ func priority(s config.Shaping) *pacer.Priority {
 			return def
 		},
 	}
+}
+
+// withOverflow connects the Kafka deferral producer of
+// shaping.fairness.overflow, if set, and gives the engine's fairness its
+// Defer and Deferred (kafkaSourceConfig adds the topic to the consumed ones).
+func withOverflow(cfg *config.Config, ec *pacer.Config, cl *closers) error {
+	o := cfg.Shaping.Fairness.Overflow
+	if o == "" || ec.Fairness == nil || cfg.Source.Type != "kafka" {
+		return nil
+	}
+	d, err := kafka.NewDeferral(kafka.DeferralConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: o})
+	if err != nil {
+		return fmt.Errorf("shaping.fairness.overflow: %w", err)
+	}
+	cl.add(d.Close)
+	f := *ec.Fairness
+	f.Defer, f.Deferred = d.Defer, d.Deferred
+	ec.Fairness = &f
+	return nil
+}
+
+// withLanes shares the Redis budget by shaping.priority's lanes (higher
+// lanes first, floors kept across workers), when lanes are configured.
+func withLanes(c redis.Config, p config.Priority) redis.Config {
+	if len(p.Lanes) < 2 {
+		return c
+	}
+	c.Lanes = len(p.Lanes)
+	c.Floors = make([]float64, len(p.Lanes))
+	for i, l := range p.Lanes {
+		c.Floors[i] = l.Floor
+	}
+	return c
 }

@@ -36,6 +36,7 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		MaxDeliver:    n.MaxDeliver,
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
+		SubjectToken:  n.TenantInSubject,
 		Logger:        log,
 	}
 }

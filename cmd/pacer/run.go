@@ -178,6 +178,9 @@ func newWorker(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup f
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
+	if err := withOverflow(cfg, &ec, &w.closers); err != nil {
+		return nil, err
+	}
 	if dl == nil {
 		if dl, err = buildDeadLetter(cfg, &w.closers); err != nil {
 			return nil, err
@@ -243,7 +246,7 @@ func (w *worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*red
 	if perKey {
 		field += ".per_key"
 	}
-	l, err := redisLimiter(g, perKey, w.log, now)
+	l, err := redisLimiter(g, perKey, w.log, now, w.cfg.Shaping.Priority)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, redactErr(err, g.RedisURL))
 	}
@@ -322,6 +325,7 @@ func (w *worker) reload(e *env, path string) {
 		return
 	}
 	keepGlobal := w.reloadGlobal(cfg.Shaping.Global, log)
+	fairOK := w.reloadFairness(cfg.Shaping, log)
 	for _, f := range []struct {
 		name       string
 		old, fresh any
@@ -330,17 +334,41 @@ func (w *worker) reload(e *env, path string) {
 		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
 		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.queue_bytes", w.cfg.Shaping.QueueBytes, cfg.Shaping.QueueBytes}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
 		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
-		{"shaping.fairness", w.cfg.Shaping.Fairness, cfg.Shaping.Fairness}, {"shaping.priority", w.cfg.Shaping.Priority, cfg.Shaping.Priority},
 	} {
 		if !reflect.DeepEqual(f.old, f.fresh) {
-			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup) reloads; restart to apply", "changed", f.name)
+			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, fairness, priority) reloads; restart to apply", "changed", f.name)
 		}
 	}
+	prev := w.cfg.Shaping
 	w.cfg.Shaping = cfg.Shaping
 	w.cfg.Shaping.Global = keepGlobal
+	if !fairOK {
+		w.cfg.Shaping.Fairness, w.cfg.Shaping.Priority = prev.Fairness, prev.Priority
+	}
 	w.shaping = sh
 	w.reloads++
 	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
+}
+
+// reloadFairness applies reloaded shaping.fairness and shaping.priority to
+// the running queue (weights, max_share, key, floors, lane mapping), which
+// keeps its messages; what needs a restart (turning them on or off, the
+// number of lanes, the overflow topic) is logged and left as it was.
+// Called with w.mu held.
+func (w *worker) reloadFairness(s config.Shaping, log *slog.Logger) bool {
+	old := w.cfg.Shaping
+	if reflect.DeepEqual(old.Fairness, s.Fairness) && reflect.DeepEqual(old.Priority, s.Priority) {
+		return true
+	}
+	if old.Fairness.Overflow != s.Fairness.Overflow {
+		log.Warn("pacer: reload: shaping.fairness.overflow takes effect after a restart")
+	}
+	if err := w.engine.ReloadFairness(fairness(s), priority(s)); err != nil {
+		log.Warn("pacer: reload: keeping the current fairness and priority settings; restart to apply", "err", err)
+		return false
+	}
+	log.Info("pacer: reloaded shaping.fairness and shaping.priority")
+	return true
 }
 
 // reloadGlobal applies a reloaded shaping.global: the shared rate and

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,10 +97,13 @@ func localShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 // (nil otherwise): the shared budget, or with perKey the per-key one (one
 // bucket per key shared by every worker), whose buckets live under the
 // budget's key + ".per_key", apart from the shared budget's.
-func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time) (*redis.Limiter, error) {
+func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time, lanes ...config.Priority) (*redis.Limiter, error) {
 	c, ok, err := redisConfig(g, perKey, log)
 	if !ok || err != nil {
 		return nil, err
+	}
+	if !perKey && len(lanes) > 0 {
+		c = withLanes(c, lanes[0])
 	}
 	return redis.New(c, now)
 }
@@ -184,10 +188,14 @@ func (c closers) close() error {
 // kafkaSourceConfig maps source.kafka to the Kafka source's config.
 func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
 	k := cfg.Source.Kafka
+	topics := k.Topics
+	if o := cfg.Shaping.Fairness.Overflow; o != "" && cfg.Shaping.Fairness.Enabled {
+		topics = append(slices.Clip(topics), o) // the deferral topic is consumed too
+	}
 	return kafka.Config{
 		Client:        kafkaClient(k),
 		Group:         k.Group,
-		Topics:        k.Topics,
+		Topics:        topics,
 		InitialOffset: kafka.InitialOffset(k.InitialOffset),
 		InstanceID:    k.InstanceID,
 		Logger:        log,

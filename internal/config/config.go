@@ -119,9 +119,15 @@ type NATS struct {
 	// MaxDeliver caps redeliveries (0: JetStream's default, unlimited).
 	MaxDeliver int `yaml:"max_deliver" json:"max_deliver"`
 	// FetchBatch is the most messages one pull asks for.
-	FetchBatch int      `yaml:"fetch_batch" json:"fetch_batch"`
-	TLS        TLS      `yaml:"tls" json:"tls"`
-	Auth       NATSAuth `yaml:"auth" json:"auth"`
+	FetchBatch int `yaml:"fetch_batch" json:"fetch_batch"`
+	// TenantInSubject, when > 0, pulls each value of that subject token (a
+	// tenant, 1-based: 2 in jobs.<tenant>.>) through its own durable
+	// consumer "<consumer>_<tenant>", so with fairness a hot tenant at its
+	// share waits alone instead of holding the stream. filter_subject must
+	// have '*' at that token; needs create_consumer.
+	TenantInSubject int      `yaml:"tenant_in_subject" json:"tenant_in_subject"`
+	TLS             TLS      `yaml:"tls" json:"tls"`
+	Auth            NATSAuth `yaml:"auth" json:"auth"`
 }
 
 // NATSAuth is NATS authentication; set at most one of token, user/password,

@@ -18,6 +18,12 @@ type Fairness struct {
 	// MaxShare is the share of queue_size one key may hold (default 0.5);
 	// beyond it the key's next message waits at the source.
 	MaxShare float64 `yaml:"max_share" json:"max_share"`
+	// Overflow (Kafka) is a deferral topic: a key's messages beyond its
+	// share are republished there (acks=all) and the originals committed,
+	// so a cold key in the same partition is not held behind a hot one;
+	// pacer consumes the topic too, within the same budget. Empty: the
+	// key's partition waits.
+	Overflow string `yaml:"overflow" json:"overflow"`
 }
 
 // Priority sorts messages into lanes, highest first (enabled when lanes
@@ -61,6 +67,7 @@ func (v *validator) fairness() {
 	} else if !v.c.Has("shaping.fairness.enabled") && (v.c.Has("shaping.fairness.weights") || v.c.Has("shaping.fairness.key") || v.c.Has("shaping.fairness.max_share")) {
 		v.add("shaping.fairness.enabled", "fairness settings are given without enabled: true, so they would be ignored")
 	}
+	v.tenantPaths()
 	p := v.c.Shaping.Priority
 	if len(p.Lanes) == 0 {
 		if v.c.Has("shaping.priority") {
@@ -101,6 +108,38 @@ func (v *validator) fairness() {
 	}
 }
 
+// tenantPaths checks the per-tenant source options: the Kafka overflow
+// topic and JetStream's per-subject pull.
+func (v *validator) tenantPaths() {
+	f, src := v.c.Shaping.Fairness, v.c.Source
+	if f.Overflow != "" {
+		switch {
+		case !f.Enabled:
+			v.add("shaping.fairness.overflow", "needs fairness enabled: true (the overflow takes a key's messages beyond its share)")
+		case src.Type != "kafka":
+			v.add("shaping.fairness.overflow", "is for Kafka (a deferral topic); with NATS, use source.nats.tenant_in_subject so a hot tenant waits alone")
+		case slices.Contains(src.Kafka.Topics, f.Overflow):
+			v.add("shaping.fairness.overflow", "%q is also a source topic; give the deferral topic its own name (pacer consumes it as well)", f.Overflow)
+		}
+	}
+	n := src.NATS
+	if src.Type != "nats" || n.TenantInSubject == 0 {
+		return
+	}
+	toks := strings.Split(n.FilterSubject, ".")
+	switch {
+	case n.TenantInSubject < 0:
+		v.add("source.nats.tenant_in_subject", "%d: want the 1-based token that names the tenant (2 in jobs.<tenant>.>), or 0 for one consumer", n.TenantInSubject)
+	case !n.CreateConsumer:
+		v.add("source.nats.tenant_in_subject", "needs create_consumer: true (pacer creates one consumer per tenant)")
+	case len(toks) < n.TenantInSubject || toks[n.TenantInSubject-1] != "*":
+		v.add("source.nats.tenant_in_subject", "token %d of filter_subject %q must be '*' (e.g. filter_subject: jobs.*.> with tenant_in_subject: 2)", n.TenantInSubject, n.FilterSubject)
+	}
+	if !f.Enabled {
+		v.add("source.nats.tenant_in_subject", "without shaping.fairness.enabled: true no tenant is ever held back, so one consumer per tenant buys nothing")
+	}
+}
+
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
@@ -122,7 +161,11 @@ func (s Shaping) fairnessSummary(b *strings.Builder) {
 			}
 			b.WriteString(", others 1")
 		}
-		fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its next message waits at the source)", int(f.MaxShare*100+0.5))
+		if f.Overflow != "" {
+			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its messages beyond that are republished to deferral topic %q, committed once stored, and consumed from there within the same budget)", int(f.MaxShare*100+0.5), f.Overflow)
+		} else {
+			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its next message waits at the source)", int(f.MaxShare*100+0.5))
+		}
 	}
 	if p := s.Priority; len(p.Lanes) > 0 {
 		b.WriteString(", in priority lanes")
@@ -147,5 +190,8 @@ func (s Shaping) fairnessSummary(b *strings.Builder) {
 			def = p.Lanes[len(p.Lanes)-1].Name
 		}
 		fmt.Fprintf(b, "; unmarked messages go to %s", def)
+		if !s.Global.RedisURL.IsZero() {
+			b.WriteString("; workers share the Redis budget by lane too (a higher lane's worker takes tokens first, lower lanes keep their floors)")
+		}
 	}
 }

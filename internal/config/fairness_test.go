@@ -67,3 +67,37 @@ func TestFairnessProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantPaths: source.nats.tenant_in_subject and shaping.fairness.overflow
+// are validated with their lines' reasons and explained by the summary.
+func TestTenantPaths(t *testing.T) {
+	natsTok := strings.Replace(minimal, "stream: ORDERS", "stream: ORDERS\n    filter_subject: jobs.*.>\n    tenant_in_subject: 2", 1)
+	fair := "rate: 100/s\n  fairness:\n    enabled: true"
+	c := mustParse(t, strings.Replace(natsTok, "rate: 100/s", fair, 1), nil)
+	if c.Source.NATS.TenantInSubject != 2 || !strings.Contains(c.Summary(), `one consumer per tenant (subject token 2`) {
+		t.Errorf("tenant_in_subject %d; summary:\n%s", c.Source.NATS.TenantInSubject, c.Summary())
+	}
+	kafka := "source:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topics: [jobs]\n    group: g\nshaping:\n  " + fair + "\n    overflow: jobs-deferred\nsink:\n  type: stdout\n"
+	c = mustParse(t, kafka, nil)
+	if sum := c.Summary(); c.Shaping.Fairness.Overflow != "jobs-deferred" || !strings.Contains(sum, `republished to deferral topic "jobs-deferred"`) {
+		t.Errorf("overflow %q; summary:\n%s", c.Shaping.Fairness.Overflow, sum)
+	}
+	for _, tc := range []struct{ name, text, path, msg string }{
+		{"token not a wildcard", strings.Replace(strings.Replace(natsTok, "jobs.*.>", "jobs.>", 1), "rate: 100/s", fair, 1), "source.nats.tenant_in_subject", "must be '*'"},
+		{"token without fairness", natsTok, "source.nats.tenant_in_subject", "fairness"},
+		{"token without create", strings.Replace(strings.Replace(natsTok, "tenant_in_subject: 2", "tenant_in_subject: 2\n    create_consumer: false", 1), "rate: 100/s", fair, 1), "source.nats.tenant_in_subject", "create_consumer"},
+		{"overflow on nats", strings.Replace(minimal, "rate: 100/s", fair+"\n    overflow: x", 1), "shaping.fairness.overflow", "tenant_in_subject"},
+		{"overflow is a source topic", strings.Replace(kafka, "overflow: jobs-deferred", "overflow: jobs", 1), "shaping.fairness.overflow", "also a source topic"},
+		{"overflow without fairness", strings.Replace(kafka, "enabled: true", "enabled: false", 1), "shaping.fairness.overflow", "enabled: true"},
+	} {
+		found := false
+		for _, p := range problemsOf(t, tc.text, nil) {
+			if p.Path == tc.path && strings.Contains(p.Msg, tc.msg) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: want a problem at %s containing %q; got %v", tc.name, tc.path, tc.msg, problemsOf(t, tc.text, nil))
+		}
+	}
+}

@@ -54,6 +54,9 @@ func (c *Config) Summary() string {
 			fmt.Fprintf(&b, " (subjects %s)", n.FilterSubject)
 		}
 		fmt.Fprintf(&b, " from %s with durable consumer %q", redact.Text(n.URL), n.Consumer)
+		if n.TenantInSubject > 0 {
+			fmt.Fprintf(&b, ", one consumer per tenant (subject token %d names it: consumer %q) so a tenant at its fair share waits alone", n.TenantInSubject, n.Consumer+"_<tenant>")
+		}
 		if n.TLS.Enabled {
 			b.WriteString(" over TLS")
 		}

@@ -2,7 +2,6 @@ package pacertest
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/pacer-dev/pacer/pacer"
@@ -18,35 +17,22 @@ type Source struct {
 
 	msgs []*pacer.Message
 
-	mu      sync.Mutex
-	paused  bool
-	resumed chan struct{}
-	pauses  atomic.Int64
-	handed  atomic.Int64
+	gate   pacer.PauseGate
+	handed atomic.Int64
 }
 
 var _ pacer.Source = (*Source)(nil)
 
 // NewSource returns a Source over msgs.
 func NewSource(msgs []*pacer.Message) *Source {
-	return &Source{msgs: msgs, resumed: make(chan struct{})}
+	return &Source{msgs: msgs}
 }
 
 // Run hands over the messages, blocking while paused.
 func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
 	for _, m := range s.msgs {
-		for {
-			s.mu.Lock()
-			paused, ch := s.paused, s.resumed
-			s.mu.Unlock()
-			if !paused {
-				break
-			}
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return nil
-			}
+		if !s.gate.Wait(ctx) {
+			return nil
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -63,35 +49,16 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 }
 
 // Pause stops handing over messages.
-func (s *Source) Pause() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.paused {
-		s.paused = true
-		s.pauses.Add(1)
-	}
-}
+func (s *Source) Pause() { s.gate.Pause() }
 
 // Resume undoes Pause.
-func (s *Source) Resume() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paused {
-		s.paused = false
-		close(s.resumed)
-		s.resumed = make(chan struct{})
-	}
-}
+func (s *Source) Resume() { s.gate.Resume() }
 
 // Paused reports whether the source is paused.
-func (s *Source) Paused() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused
-}
+func (s *Source) Paused() bool { return s.gate.Paused() }
 
 // Pauses returns how many times the source went from running to paused.
-func (s *Source) Pauses() int { return int(s.pauses.Load()) }
+func (s *Source) Pauses() int { return int(s.gate.Pauses()) }
 
 // Handed returns how many messages were handed to the engine.
 func (s *Source) Handed() int { return int(s.handed.Load()) }

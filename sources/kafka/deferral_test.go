@@ -25,9 +25,15 @@ import (
 // stored) and consumed from there, so the source reaches B and C at once
 // instead of after A's whole backlog. Every message is delivered (0 lost,
 // 0 duplicates), each key in its produced order, and B's and C's last
-// deliveries come long before A's.
+// deliveries come long before A's (without the overflow, after A's 600).
 func TestDeferralOverflow(t *testing.T) {
 	brokers := testenv.Kafka(t)
+	for _, overflow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("overflow=%v", overflow), func(t *testing.T) { deferralRun(t, brokers, overflow) })
+	}
+}
+
+func deferralRun(t *testing.T, brokers []string, overflow bool) {
 	topic := testenv.UniqueName(t, "dfr")
 	deferTopic := topic + "-deferred"
 	createTopic(t, brokers, topic, 1)
@@ -65,8 +71,12 @@ func TestDeferralOverflow(t *testing.T) {
 		mu.Unlock()
 		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, 0
 	}}
+	fair := &pacer.Fairness{MaxShare: 0.25}
+	if overflow {
+		fair.Defer, fair.Deferred = d.Defer, d.Deferred
+	}
 	e, err := pacer.New(pacer.Config{Source: src, Sink: sink, QueueSize: 32, MaxInFlight: 4, Ordering: pacer.OrderKey,
-		Fairness: &pacer.Fairness{MaxShare: 0.25, Defer: d.Defer, Deferred: d.Deferred},
+		Fairness: fair,
 		Shaping:  pacer.Shaping{Rate: algorithms.PerSecond(300), Burst: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +115,12 @@ func TestDeferralOverflow(t *testing.T) {
 	}
 	st := e.Status()
 	t.Logf("B and C done at delivery %d, A at %d; %d of A's deferred", lastCold+1, lastA+1, st.FairDeferred)
+	if !overflow {
+		if st.FairDeferred != 0 || lastCold < 600 {
+			t.Errorf("without the overflow: deferred %d, B and C done at delivery %d; want them behind A's 600 in the partition", st.FairDeferred, lastCold+1)
+		}
+		return
+	}
 	if st.FairDeferred == 0 || lastCold > 100 {
 		t.Errorf("deferred %d, B and C done at delivery %d of 612: want A's excess deferred and B, C done well before A", st.FairDeferred, lastCold+1)
 	}

@@ -58,11 +58,9 @@ type Source struct {
 	cfg Config
 	sc  *sarama.Config
 
-	mu      sync.Mutex
-	group   sarama.ConsumerGroup // set while Run is running
-	paused  atomic.Bool          // written under mu; read without it on the per-message path
-	resumed chan struct{}        // closed while not paused
-	pausedC chan struct{}        // closed while paused
+	mu    sync.Mutex
+	group sarama.ConsumerGroup // set while Run is running
+	gate  pacer.PauseGate      // read without mu on the per-message path
 
 	ran     atomic.Bool
 	stopped chan struct{}
@@ -88,9 +86,7 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{cfg: c, sc: sc, resumed: make(chan struct{}), pausedC: make(chan struct{}),
-		stopped: make(chan struct{})}
-	close(s.resumed)
+	s := &Source{cfg: c, sc: sc, stopped: make(chan struct{})}
 	return s, nil
 }
 
@@ -107,7 +103,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	}
 	s.mu.Lock()
 	s.group = group
-	if s.paused.Load() {
+	if s.gate.Paused() {
 		group.PauseAll()
 	}
 	s.mu.Unlock()
@@ -210,12 +206,9 @@ func (s *Source) Pause() {
 	if s.group != nil {
 		s.group.PauseAll()
 	}
-	if s.paused.Load() {
+	if !s.gate.Pause() {
 		return
 	}
-	s.paused.Store(true)
-	s.resumed = make(chan struct{})
-	close(s.pausedC)
 	if c := s.commit.Load(); c != nil {
 		c.flush() // what is final now is committed at once, not after the interval
 	}
@@ -228,31 +221,20 @@ func (s *Source) Resume() {
 	if s.group != nil {
 		s.group.ResumeAll()
 	}
-	if !s.paused.Load() {
-		return
-	}
-	s.paused.Store(false)
-	s.pausedC = make(chan struct{})
-	close(s.resumed)
+	s.gate.Resume()
 }
 
 // Paused reports whether the Source is paused.
-func (s *Source) Paused() bool { return s.paused.Load() }
+func (s *Source) Paused() bool { return s.gate.Paused() }
 
 // Delivered counts messages handed to deliver since New.
 func (s *Source) Delivered() int64 { return s.delivered.Load() }
-
-func (s *Source) pauseState() (paused bool, resumed, pausedC <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused.Load(), s.resumed, s.pausedC
-}
 
 // repause re-applies a pause to a partition claimed after a rebalance.
 func (s *Source) repause(topic string, partition int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.paused.Load() && s.group != nil {
+	if s.gate.Paused() && s.group != nil {
 		s.group.Pause(map[string][]int32{topic: {partition}})
 	}
 }
@@ -272,7 +254,7 @@ type handler struct {
 func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s := h.s
 	s.mu.Lock()
-	if s.paused.Load() && s.group != nil {
+	if s.gate.Paused() && s.group != nil {
 		s.group.PauseAll()
 	}
 	s.mu.Unlock()
@@ -329,10 +311,10 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 
 	// pausedC is refreshed whenever it fires or a pause ends, so the
 	// select below never spins on a stale closed channel.
-	_, _, pausedC := s.pauseState()
+	_, _, pausedC := s.gate.State()
 	for {
-		if s.paused.Load() {
-			paused, resumed, _ := s.pauseState()
+		if s.gate.Paused() {
+			paused, resumed, _ := s.gate.State()
 			if paused {
 				select {
 				case <-resumed:
@@ -340,7 +322,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 					return nil
 				}
 			}
-			_, _, pausedC = s.pauseState()
+			_, _, pausedC = s.gate.State()
 			continue
 		}
 		// A Nak'ed message whose delay has passed goes first. Its offset
@@ -389,7 +371,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 			}
 			msg = m
 		case <-pausedC:
-			_, _, pausedC = s.pauseState()
+			_, _, pausedC = s.gate.State()
 			continue
 		case <-rq.signal:
 			continue

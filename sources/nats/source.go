@@ -51,12 +51,10 @@ var _ pacer.Source = (*Source)(nil)
 type Source struct {
 	cfg Config
 
-	mu      sync.Mutex
-	paused  bool
-	resumed chan struct{} // closed while not paused
-	pausedC chan struct{} // closed while paused
-	nc      *nats.Conn
-	ownNC   bool
+	mu    sync.Mutex
+	gate  pacer.PauseGate
+	nc    *nats.Conn
+	ownNC bool
 
 	ran atomic.Bool
 
@@ -86,41 +84,15 @@ func New(cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Source{cfg: cfg.withDefaults(), resumed: make(chan struct{}), pausedC: make(chan struct{}),
-		out: map[*tracked]struct{}{}}
-	close(s.resumed)
+	s := &Source{cfg: cfg.withDefaults(), out: map[*tracked]struct{}{}}
 	return s, nil
 }
 
 // Pause stops pulling; see Source for the bound.
-func (s *Source) Pause() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paused {
-		return
-	}
-	s.paused = true
-	s.resumed = make(chan struct{})
-	close(s.pausedC)
-}
+func (s *Source) Pause() { s.gate.Pause() }
 
 // Resume undoes Pause.
-func (s *Source) Resume() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.paused {
-		return
-	}
-	s.paused = false
-	s.pausedC = make(chan struct{})
-	close(s.resumed)
-}
-
-func (s *Source) pauseState() (bool, <-chan struct{}, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.paused, s.resumed, s.pausedC
-}
+func (s *Source) Resume() { s.gate.Resume() }
 
 // Delivered counts messages handed to deliver; InProgressSent counts
 // InProgress acknowledgements sent to keep held messages alive.
@@ -308,7 +280,7 @@ func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<-
 				return
 			}
 		}
-		paused, resumed, _ := s.pauseState()
+		paused, resumed, _ := s.gate.State()
 		if paused {
 			select {
 			case <-resumed:
@@ -352,7 +324,7 @@ func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<-
 func (s *Source) deliverLoop(ctx context.Context, deliver func(context.Context, *pacer.Message) error,
 	local <-chan *tracked, unhanded *atomic.Int64, handed chan<- struct{}) bool {
 	for {
-		paused, resumed, pausedC := s.pauseState()
+		paused, resumed, pausedC := s.gate.State()
 		if paused {
 			select {
 			case <-resumed:

@@ -62,14 +62,14 @@ func (c *Config) validateSubjectToken() error {
 		return nil
 	}
 	if c.SubjectToken < 0 {
-		return fmt.Errorf("%w: subject_token %d (want >= 1, or 0 for one consumer)", ErrInvalidConfig, c.SubjectToken)
+		return fmt.Errorf("%w: tenant_in_subject %d (want >= 1, or 0 for one consumer)", ErrInvalidConfig, c.SubjectToken)
 	}
 	if !c.Create {
-		return fmt.Errorf("%w: subject_token needs create: true (pacer creates a consumer per tenant)", ErrInvalidConfig)
+		return fmt.Errorf("%w: tenant_in_subject needs create: true (pacer creates a consumer per tenant)", ErrInvalidConfig)
 	}
 	t := strings.Split(c.FilterSubject, ".")
 	if c.FilterSubject == "" || len(t) < c.SubjectToken || t[c.SubjectToken-1] != "*" {
-		return fmt.Errorf("%w: subject_token %d needs filter_subject with '*' as token %d (e.g. jobs.*.> for jobs.<tenant>.>), got %q",
+		return fmt.Errorf("%w: tenant_in_subject %d needs filter_subject with '*' as token %d (e.g. jobs.*.> for jobs.<tenant>.>), got %q",
 			ErrInvalidConfig, c.SubjectToken, c.SubjectToken, c.FilterSubject)
 	}
 	if c.DiscoverInterval < 0 || c.ConsumerInactive < 0 {

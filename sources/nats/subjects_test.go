@@ -20,7 +20,7 @@ import (
 // tenants b and c publish 20 each, all on one stream. The engine takes
 // nothing of hot (its key is at its share: deliver blocks) and everything
 // else. With one consumer, b and c wait behind hot's first message; with
-// subject_token, each tenant has its own consumer: b and c are all
+// tenant_in_subject, each tenant has its own consumer: b and c are all
 // delivered, hot is read no further than one pull ahead (1.5 x Batch + 1
 // pending at the server), and once released every message arrives once.
 func TestPerSubjectPull(t *testing.T) {

@@ -1,0 +1,96 @@
+package pacer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testkit"
+)
+
+// deliverAt feeds f deliveries at rate per second over [from, to), one
+// answer every 20ms.
+func deliverAt(f *limitFinder, from, to time.Time, rate float64) {
+	const step = 20 * time.Millisecond
+	acc := 0.0
+	for t := from; t.Before(to); t = t.Add(step) {
+		acc += rate * step.Seconds()
+		if n := int(acc); n > 0 {
+			f.delivered(t, n)
+			acc -= float64(n)
+		}
+	}
+}
+
+// A throttle right after another, following a clean cruise, means the
+// API's limit fell: the finder comes down between what the API accepted
+// over the two throttles (the wait included) and the rate it refused, not
+// 5% per episode as it does for a throttle after a long clean cruise.
+func TestLimitFinderQuickRethrottleAfterCleanCruise(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	// Start-up: a throttle at 100/s teaches a limit near 50.
+	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 50)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	clk.Add(time.Second)
+	// A clean cruise of 20 s at the finder's rate.
+	cruise := f.rate
+	deliverAt(f, clk.Now(), clk.Add(20*time.Second), cruise)
+	// The limit falls to 20: a throttle, a one-second wait, then 0.8 s at
+	// the (barely lower) rate and another throttle.
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	first := f.rate
+	if first < 0.9*cruise {
+		t.Fatalf("first throttle after a clean cruise: rate %.1f, want a small step down from %.1f", first, cruise)
+	}
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(800*time.Millisecond), first)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.rate > 0.7*first {
+		t.Errorf("quick re-throttle: rate %.1f (limit %.1f), want well below %.1f (what was accepted over the cycle bounds the limit)", f.rate, f.limit, first)
+	}
+	if f.rate < 10 {
+		t.Errorf("quick re-throttle: rate %.1f, want no lower than the lower bound the cycle showed", f.rate)
+	}
+}
+
+// A window API refuses once its quota for the second is spent: the count
+// accepted in the second before the throttle caps the learned limit.
+func TestLimitFinderLastSecondCapsTheLimit(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	// 57/s accepted for two seconds (an earlier, larger quota), then 50
+	// in the last second (the window's quota): the rest was refused.
+	f.rate = 57
+	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 57)
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.limit > 51 {
+		t.Errorf("limit %.1f, want the 50 accepted in the last second at most", f.limit)
+	}
+}
+
+// windowEdge.rolling tells a rolling window (Remaining steady) from a fixed
+// one (Remaining falls, then jumps back up at each reset).
+func TestWindowEdgeRolling(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rem  func(i int) int64 // Remaining at the i-th answer, 20ms apart
+		want bool
+	}{
+		{"rolling", func(i int) int64 { return 25 + int64(i%3) }, true},
+		{"fixed", func(i int) int64 { return 50 - int64(i%50) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testkit.NewClock(testkit.T0)
+			var w windowEdge
+			for i := range 250 {
+				rl := &RateLimitInfo{Limit: 50, Remaining: tc.rem(i), Reset: time.Second, Window: time.Second}
+				w.refine(clk.Now(), rl, time.Second)
+				clk.Add(20 * time.Millisecond)
+			}
+			if got := w.rolling(clk.Now(), time.Second); got != tc.want {
+				t.Errorf("rolling = %v want %v", got, tc.want)
+			}
+		})
+	}
+}
