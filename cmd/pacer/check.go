@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -121,7 +122,12 @@ func checkParts(cfg *config.Config) config.Problems {
 
 	ec, err := engineConfig(cfg)
 	if err != nil {
-		add("shaping", err)
+		// "shaping.state_dir: ..." names its field: report it there, once.
+		if field, rest, ok := strings.Cut(err.Error(), ": "); ok && strings.HasPrefix(field, "shaping.") && !strings.ContainsAny(field, " \t") {
+			add(field, errors.New(rest))
+		} else {
+			add("shaping", err)
+		}
 		return ps
 	}
 	sh, err := localShaping(cfg.Shaping, time.Now())

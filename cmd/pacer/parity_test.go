@@ -47,6 +47,7 @@ func TestValidateAndRunAgree(t *testing.T) {
 		{"admin port out of range", strings.Replace(parityBase, `listen: ""`, "listen: 127.0.0.1:99999", 1), 8, "want a number from 1 to 65535"},
 		{"NATS CA file missing", strings.Replace(parityBase, "stream: ORDERS", "stream: ORDERS\n    tls:\n      enabled: true\n      ca_file: /nope/ca.pem", 1), 5, "tls.ca_file"},
 		{"Kafka client certificate missing", strings.Replace(parityBase, "  type: nats\n  nats:\n    stream: ORDERS\n", "  type: kafka\n  kafka:\n    brokers: [127.0.0.1:1]\n    topics: [t]\n    tls:\n      enabled: true\n      cert_file: /nope/c.pem\n      key_file: /nope/k.pem\n", 1), 6, "cert_file"},
+		{"state_dir that cannot be made, reported at its own line", strings.Replace(parityBase, "rate: 100/s", "rate: 100/s\n  state_dir: /proc/pacer-no-such-dir", 1), 7, "shaping.state_dir: pacer: state dir"},
 		{"URL password never shown", strings.Replace(parityBase, "http://127.0.0.1:1/orders", "ftp://u:hunter2secret@127.0.0.1/x?api_key=hunter2secret", 1), 12, "is not an http:// or https:// URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
