@@ -83,8 +83,13 @@ type Kafka struct {
 	Version string `yaml:"version" json:"version"`
 	// InitialOffset is where a new group starts: "oldest" or "newest".
 	InitialOffset string `yaml:"initial_offset" json:"initial_offset"`
-	TLS           TLS    `yaml:"tls" json:"tls"`
-	SASL          SASL   `yaml:"sasl" json:"sasl"`
+	// InstanceID makes the worker a static group member: restarted with
+	// the same ID (e.g. ${HOSTNAME}) it takes its partitions back at once,
+	// without a rebalance or waiting out the dead one's session. Each
+	// worker needs its own. Empty: a dynamic member.
+	InstanceID string `yaml:"instance_id" json:"instance_id"`
+	TLS        TLS    `yaml:"tls" json:"tls"`
+	SASL       SASL   `yaml:"sasl" json:"sasl"`
 }
 
 // SASL is Kafka authentication.
@@ -187,6 +192,12 @@ type Shaping struct {
 	// restarted worker never spends a second burst. With a StateDir but no
 	// saved state yet, the bucket starts empty.
 	StateDir string `yaml:"state_dir" json:"state_dir"`
+	// StateKey, with shaping.global's Redis, keeps the same state in Redis
+	// instead of a file, under Prefix+"{"+key+"}:state:"+StateKey (it
+	// expires after a minute unsaved). One per worker, e.g. ${HOSTNAME}:
+	// two workers sharing one would overwrite each other's state. Exclusive
+	// with StateDir.
+	StateKey string `yaml:"state_key" json:"state_key"`
 	// StateInterval is how often the state is saved (default 250ms).
 	StateInterval Duration `yaml:"state_interval" json:"state_interval"`
 	PerKey        PerKey   `yaml:"per_key" json:"per_key"`

@@ -238,6 +238,8 @@ func TestValidateCombinations(t *testing.T) {
 		{"no rate", "source:\n  type: nats\n  nats:\n    stream: S\nsink:\n  type: stdout\n", "shaping.rate", "missing"},
 		{"kafka without brokers", "source:\n  type: kafka\n  kafka:\n    topics: [t]\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.kafka.brokers", "missing"},
 		{"nats settings on kafka", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t]\n  nats:\n    stream: S\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.nats", "ignored"},
+		{"state_key without redis", "source:\n  type: nats\n  nats:\n    stream: S\nshaping:\n  rate: 1/s\n  state_key: w1\nsink:\n  type: stdout\n", "shaping.state_key", "needs shaping.global.redis_url"},
+		{"kafka instance_id with a slash", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t]\n    group: g\n    instance_id: pod/1\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.kafka.instance_id", "not a group instance ID"},
 		{"sasl without password", "source:\n  type: kafka\n  kafka:\n    brokers: [a:1]\n    topics: [t]\n    sasl:\n      mechanism: PLAIN\n      username: u\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n", "source.kafka.sasl.password", "missing"},
 		{"http without url", minimalWith("sink:\n  type: http\n"), "sink.http.url", "missing"},
 		{"sql without dsn", minimalWith("sink:\n  type: sql\n"), "sink.sql.dsn", "missing"},

@@ -101,6 +101,9 @@ func (v *validator) source() {
 			v.add("source.kafka.group", "missing: the consumer group is required")
 		}
 		v.oneOf("source.kafka.initial_offset", k.InitialOffset, "oldest", "newest")
+		if id := k.InstanceID; id != "" && (id == "." || id == ".." || len(id) > 249 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "") {
+			v.add("source.kafka.instance_id", "%q is not a group instance ID: up to 249 of a-z A-Z 0-9 . _ -", id)
+		}
 		if !validVersion(k.Version) {
 			v.add("source.kafka.version", "%q is not a Kafka version such as 3.6.0", k.Version)
 		}
@@ -430,6 +433,16 @@ func (v *validator) misc() {
 	}
 	if c.Shaping.StateInterval < 0 {
 		v.add("shaping.state_interval", "must be >= 0")
+	}
+	if k := c.Shaping.StateKey; k != "" {
+		switch {
+		case c.Shaping.StateDir != "":
+			v.add("shaping.state_key", "state_dir and state_key are exclusive: the state goes to a file or to Redis")
+		case c.Shaping.Global.RedisURL.IsZero():
+			v.add("shaping.state_key", "needs shaping.global.redis_url: the state is kept in that Redis")
+		case strings.ContainsAny(k, "{}"):
+			v.add("shaping.state_key", "%q must not contain '{' or '}'", k)
+		}
 	}
 	v.breaker()
 }

@@ -197,6 +197,7 @@ func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
 		Group:         k.Group,
 		Topics:        topics,
 		InitialOffset: kafka.InitialOffset(k.InitialOffset),
+		InstanceID:    k.InstanceID,
 		Logger:        log,
 	}
 }

@@ -80,6 +80,16 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 		return nil, err
 	}
 	sh = w.withRedis(sh)
+	if key := cfg.Shaping.StateKey; key != "" && w.global != nil {
+		// The shaper's state in shaping.global's Redis instead of a file.
+		// Unsaved for a minute (or 8 save intervals) it expires: a worker
+		// coming back later starts with an empty bucket, which is safe.
+		g, ttl := w.global, max(time.Minute, 8*cfg.Shaping.StateInterval.D())
+		ec.State = pacer.BlobState{
+			Get: func(ctx context.Context) ([]byte, bool, error) { return g.LoadState(ctx, key) },
+			Put: func(ctx context.Context, b []byte) error { return g.SaveState(ctx, key, b, ttl) },
+		}
+	}
 	if err := registerGlobalMetrics(w.reg, w.global, w.globalKeyed); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,15 @@ type Config struct {
 	// InitialOffset applies when the group has no committed offset for a
 	// partition (OffsetOldest if empty).
 	InitialOffset InitialOffset
+	// InstanceID makes this worker a static member of the group (KIP-345):
+	// a worker restarted with the same InstanceID, after a crash or a stop,
+	// takes its partitions back at once, with no rebalance and without
+	// waiting out SessionTimeout. A stopped static member does not leave
+	// the group: its partitions wait for it until SessionTimeout passes.
+	// Every worker of a group needs its own (e.g. the host or pod name);
+	// two running with one InstanceID fence each other. Empty: a dynamic
+	// member (the default).
+	InstanceID string
 	// Balance is the partition assignment strategy: "range" (default),
 	// "roundrobin" or "sticky". All are eager: a rebalance ends the whole
 	// session, which is what lets a blocked hand-over see it.
@@ -81,6 +90,12 @@ type Config struct {
 	ChannelBufferSize int
 	// FetchDefault is the bytes asked per partition per fetch (default 64 KiB).
 	FetchDefault int32
+	// FetchMaxWait is how long the broker may hold a fetch that finds no
+	// new data (default 100ms; sarama's own is 500ms). Offset commits go to
+	// the group coordinator over the same connection and wait behind a held
+	// fetch, so this bounds how late a commit is, hence what a crash
+	// repeats: with 500ms, a SIGKILL at 100/s repeated 35-47 messages.
+	FetchMaxWait time.Duration
 	// FetchMax caps one fetch per partition (0: no cap beyond the broker's).
 	FetchMax int32
 	// MaxInFlightPerPartition caps messages handed over but not yet final,
@@ -125,6 +140,9 @@ type Config struct {
 // DefaultCommitInterval is Config.CommitInterval's default.
 const DefaultCommitInterval = 100 * time.Millisecond
 
+// DefaultFetchMaxWait is Config.FetchMaxWait's default.
+const DefaultFetchMaxWait = 100 * time.Millisecond
+
 // DefaultCommitAfter is Config.CommitAfter's default.
 const DefaultCommitAfter = 16
 
@@ -141,6 +159,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cc.ChannelBufferSize == 0 {
 		cc.ChannelBufferSize = 16
+	}
+	if cc.FetchMaxWait == 0 {
+		cc.FetchMaxWait = DefaultFetchMaxWait
 	}
 	if cc.FetchDefault == 0 {
 		cc.FetchDefault = 64 << 10
@@ -191,7 +212,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("%w: balance %q (want range, roundrobin or sticky)", ErrInvalidConfig, c.Balance)
 	}
-	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 || c.RevokeTimeout < 0 {
+	if c.ChannelBufferSize < 0 || c.FetchDefault < 0 || c.FetchMax < 0 || c.MaxInFlightPerPartition < 0 || c.HeartbeatInterval < 0 || c.RevokeTimeout < 0 || c.FetchMaxWait < 0 {
 		return fmt.Errorf("%w: negative size", ErrInvalidConfig)
 	}
 	return c.Client.validate()
@@ -288,6 +309,7 @@ func (c *Config) saramaConfig() (*sarama.Config, error) {
 	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	sc.Consumer.Group.Heartbeat.Interval = c.HeartbeatInterval
 	sc.Consumer.Group.Rebalance.Timeout = c.RebalanceTimeout
+	sc.Consumer.Group.InstanceId = c.InstanceID
 	switch c.Balance {
 	case "roundrobin":
 		sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRoundRobin()}
@@ -299,6 +321,7 @@ func (c *Config) saramaConfig() (*sarama.Config, error) {
 	sc.ChannelBufferSize = c.ChannelBufferSize
 	sc.Consumer.Fetch.Default = c.FetchDefault
 	sc.Consumer.Fetch.Max = c.FetchMax
+	sc.Consumer.MaxWaitTime = c.FetchMaxWait
 	if c.Sarama != nil {
 		c.Sarama(sc)
 	}
