@@ -16,8 +16,8 @@ import (
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
 	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/jsonl"
 	sqlsink "github.com/pacer-dev/pacer/sinks/sql"
-	"github.com/pacer-dev/pacer/sinks/stdout"
 	"github.com/pacer-dev/pacer/sources/kafka"
 	natssrc "github.com/pacer-dev/pacer/sources/nats"
 )
@@ -90,7 +90,7 @@ func Check(cfg *config.Config) config.Problems {
 			sink = s
 		}
 	case "stdout":
-		s, err := stdout.New(stdout.Config{Writer: io.Discard})
+		s, err := jsonl.New(jsonl.Config{Writer: io.Discard})
 		if err != nil {
 			add("sink.stdout", err)
 		} else {

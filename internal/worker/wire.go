@@ -17,8 +17,8 @@ import (
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
 	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/jsonl"
 	sqlsink "github.com/pacer-dev/pacer/sinks/sql"
-	"github.com/pacer-dev/pacer/sinks/stdout"
 	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
@@ -254,7 +254,7 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 		}
 		return s, nil
 	case "stdout":
-		s, err := stdout.New(stdout.Config{Writer: stdoutW})
+		s, err := jsonl.New(jsonl.Config{Writer: stdoutW})
 		if err != nil {
 			return nil, err
 		}
@@ -320,7 +320,7 @@ func buildDeadLetter(cfg *config.Config, cl *closers) (pacer.DeadLetterer, error
 	if cfg.DeadLetter.Type != "file" {
 		return nil, nil
 	}
-	s, err := stdout.New(stdout.Config{Path: cfg.DeadLetter.Path, Fsync: true})
+	s, err := jsonl.New(jsonl.Config{Path: cfg.DeadLetter.Path, Fsync: true})
 	if err != nil {
 		return nil, fmt.Errorf("dead_letter.path: %w", err)
 	}

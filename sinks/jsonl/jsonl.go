@@ -1,4 +1,4 @@
-// Package stdout writes messages as JSON lines to standard output or a file:
+// Package jsonl writes messages as JSON lines to standard output or a file:
 // a sink for debugging, and a pacer.DeadLetterer for the dead-letter file
 // destination.
 //
@@ -15,7 +15,7 @@
 // its lines with one Write under a lock, so lines never interleave. With
 // Fsync, a file is synced before the call reports success, so a Delivered
 // result or a nil DeadLetter error means the lines are on disk.
-package stdout
+package jsonl
 
 import (
 	"context"
