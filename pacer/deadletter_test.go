@@ -101,3 +101,56 @@ func TestDeadLetterPaths(t *testing.T) {
 		})
 	})
 }
+
+// lastAcker marks a message as on its last broker delivery (JetStream's
+// max_deliver reached): a Nak would let the broker discard it.
+type lastAcker struct{ pacer.Acker }
+
+func (lastAcker) LastDelivery() bool { return true }
+
+// A permanent failure on a message's last broker delivery, while the
+// dead-letter destination is down, must not be Nak'ed (the broker would
+// discard it): the engine keeps it and retries the write until it lands.
+func TestDeadLetterLastDeliveryKeepsRetrying(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msgs := pacertest.Messages(3)
+		led := pacertest.NewLedger()
+		led.Attach(msgs)
+		msgs[1].Acker = lastAcker{msgs[1].Acker}
+		fails := 0
+		dl := &pacertest.DeadLetters{Fail: func(m *pacer.Message) error {
+			if fails < 4 {
+				fails++
+				return errors.New("dlq down")
+			}
+			return nil
+		}}
+		sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			if m.ID == msgs[1].ID {
+				return pacer.Result{Outcome: pacer.Reject, Err: errors.New("400")}, pacer.Feedback{Status: 400}, 0
+			}
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{}, 0
+		}}
+		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, DeadLetter: dl,
+			DeadLetterRetry: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := led.Get(msgs[1].ID); s.How != pacer.SettledTerm {
+			t.Errorf("last-delivery message settled %v, want term after the dead-letter write landed (a nak lets the broker discard it)", s.How)
+		}
+		if _, ok := dl.Get(msgs[1].ID); !ok || fails != 4 {
+			t.Errorf("dead letter written %v after %d failures, want written after 4", ok, fails)
+		}
+		if took := time.Since(start); took < 8*time.Second {
+			t.Errorf("run took %v, want >= 4 retries x 2s", took)
+		}
+		if led.Count(pacer.SettledAck) != 2 {
+			t.Errorf("acked %d, want 2", led.Count(pacer.SettledAck))
+		}
+	})
+}
