@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -109,11 +108,10 @@ func (p *Priority) validate() error {
 type fairQueue struct {
 	mu      sync.Mutex
 	q       *algorithms.FairQueue[*item]
-	waiting []chan struct{} // deliveries waiting for room, woken on a pop
-	chans   sync.Pool       // their wake-up channels (buffered 1), reused
-	avail   chan struct{}   // wake-up tokens for workers
-	n       atomic.Int64    // q.Len(), readable without the lock
-	blocked atomic.Uint64   // deliveries that waited for their key's share
+	waiting roomWaiters   // deliveries waiting for room, woken on a pop
+	avail   chan struct{} // wake-up tokens for workers
+	n       atomic.Int64  // q.Len(), readable without the lock
+	blocked atomic.Uint64 // deliveries that waited for their key's share
 
 	deferFn  func(ctx context.Context, m *Message) error // Fairness.Defer
 	deferred func(m *Message) bool
@@ -239,11 +237,7 @@ func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
 	}
 	// Room may have grown (a larger share): wake the deliveries waiting.
 	e.fair.mu.Lock()
-	for i, ch := range e.fair.waiting {
-		ch <- struct{}{}
-		e.fair.waiting[i] = nil
-	}
-	e.fair.waiting = e.fair.waiting[:0]
+	e.fair.waiting.wakeAll()
 	e.fair.mu.Unlock()
 	return nil
 }
@@ -293,34 +287,9 @@ func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item,
 			counted = true
 			f.blocked.Add(1)
 		}
-		ch, _ := f.chans.Get().(chan struct{})
-		if ch == nil {
-			ch = make(chan struct{}, 1)
-		}
-		f.waiting = append(f.waiting, ch)
-		f.mu.Unlock()
-		var err error
-		select {
-		case <-ch:
-		case <-stopping:
-			err = ErrStopping
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			f.mu.Lock()
-			if i := slices.Index(f.waiting, ch); i >= 0 {
-				f.waiting = slices.Delete(f.waiting, i, i+1)
-			}
-			f.mu.Unlock()
-			select { // a wake-up sent before we left
-			case <-ch:
-			default:
-			}
-			f.chans.Put(ch)
+		if err := f.waiting.wait(ctx, &f.mu, stopping); err != nil {
 			return err
 		}
-		f.chans.Put(ch)
 	}
 }
 
@@ -377,11 +346,7 @@ func (f *fairQueue) pop() *item {
 		return nil
 	}
 	f.n.Add(-1)
-	for i, ch := range f.waiting {
-		ch <- struct{}{} // never blocks: one wake-up per registration
-		f.waiting[i] = nil
-	}
-	f.waiting = f.waiting[:0]
+	f.waiting.wakeAll()
 	return it
 }
 

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -28,8 +27,7 @@ type fifoQueue struct {
 	head     int
 	maxN     int
 	maxBytes int64 // 0: no byte bound
-	waiting  []chan struct{}
-	chans    sync.Pool
+	waiting  roomWaiters
 
 	avail chan struct{}
 	n     atomic.Int64 // messages held, readable without the lock
@@ -66,34 +64,9 @@ func (q *fifoQueue) put(ctx context.Context, stopping <-chan struct{}, it *item)
 			q.signal()
 			return nil
 		}
-		ch, _ := q.chans.Get().(chan struct{})
-		if ch == nil {
-			ch = make(chan struct{}, 1)
-		}
-		q.waiting = append(q.waiting, ch)
-		q.mu.Unlock()
-		var err error
-		select {
-		case <-ch:
-		case <-stopping:
-			err = ErrStopping
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			q.mu.Lock()
-			if i := slices.Index(q.waiting, ch); i >= 0 {
-				q.waiting = slices.Delete(q.waiting, i, i+1)
-			}
-			q.mu.Unlock()
-			select { // a wake-up sent before we left
-			case <-ch:
-			default:
-			}
-			q.chans.Put(ch)
+		if err := q.waiting.wait(ctx, &q.mu, stopping); err != nil {
 			return err
 		}
-		q.chans.Put(ch)
 	}
 }
 
@@ -151,14 +124,7 @@ func (q *fifoQueue) pop() *item {
 	case len(q.buf) > fifoMinCap && n <= len(q.buf)/4:
 		q.resize(len(q.buf) / 2)
 	}
-	for i, ch := range q.waiting {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-		q.waiting[i] = nil
-	}
-	q.waiting = q.waiting[:0]
+	q.waiting.wakeAll()
 	q.mu.Unlock()
 	if n > 0 {
 		q.signal() // pass the turn on: more are waiting

@@ -57,7 +57,7 @@ func TestFIFOByteBound(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the third put waits for room", func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return len(q.waiting) == 1
+		return len(q.waiting.list) == 1
 	})
 	select {
 	case err := <-third:

@@ -39,51 +39,10 @@ import (
 // ARGV[8..] floors of lanes 0..L-1, thousandths (the lane count is their count)
 //
 // Returns {granted, wait_us, units, now_us} like bucketScript.
-const laneScript = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local num = tonumber(ARGV[1])
-local den = tonumber(ARGV[2])
-local cap = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local min = tonumber(ARGV[5])
+const laneScript = refillLua + `
 local lane = tonumber(ARGV[6]) + 1
 local linger = tonumber(ARGV[7])
 local nl = #ARGV - 7
-
-local function ceildiv(a, b)
-  local q = math.floor(a / b)
-  if q * b < a then q = q + 1 end
-  if q > 0 and (q - 1) * b >= a then q = q - 1 end
-  return q
-end
-local function floordiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 end
-  if (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-
-local units, last = cap, now
-local v = redis.call('HMGET', KEYS[1], 't', 'l')
-local before = cap
-if v[1] and v[2] then
-  units = tonumber(v[1])
-  last = tonumber(v[2])
-  if units > cap then units = cap end
-  before = units
-  if now > last then
-    local need = cap - units
-    if need > 0 then
-      if now - last >= ceildiv(need, num) then
-        units = cap
-      else
-        units = units + (now - last) * num
-      end
-    end
-    last = now
-  end
-end
 local added = units - before
 
 -- lanes: waiting marks and earmarks

@@ -42,49 +42,7 @@ import (
 //
 // Returns {granted, wait_us, units, now_us}: wait_us is how long until the
 // n - granted missing tokens would be there (0 when none are missing).
-const bucketScript = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local num = tonumber(ARGV[1])
-local den = tonumber(ARGV[2])
-local cap = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local min = tonumber(ARGV[5])
-
-local function ceildiv(a, b)
-  local q = math.floor(a / b)
-  if q * b < a then q = q + 1 end
-  if q > 0 and (q - 1) * b >= a then q = q - 1 end
-  return q
-end
-local function floordiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 end
-  if (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-
-local units, last = cap, now
-local v = redis.call('HMGET', KEYS[1], 't', 'l')
-if v[1] and v[2] then
-  units = tonumber(v[1])
-  last = tonumber(v[2])
-  if units > cap then units = cap end
-  if now > last then
-    local need = cap - units
-    if need > 0 then
-      if now - last >= ceildiv(need, num) then
-        units = cap
-      else
-        units = units + (now - last) * num
-      end
-    end
-    last = now
-  end
-  -- now < last: the server clock went back (e.g. a failover); add nothing
-  -- and keep last, so no permits are minted.
-end
-
+const bucketScript = refillLua + `
 local granted = 0
 if n > 0 then
   granted = floordiv(units, den)
@@ -214,3 +172,54 @@ func parseResult(cmd *goredis.Cmd) (result, error) {
 		now:     time.UnixMicro(v[3]),
 	}, nil
 }
+
+// refillLua starts both scripts (the bucket's and the lanes'): it reads the
+// server's clock (never the caller's), the common arguments ARGV[1..5], the
+// exact integer divisions, and refills the bucket hash KEYS[1] {t: units,
+// l: last refill} to now; it leaves units (tokens x den), last, and before
+// (the units held before this refill).
+const refillLua = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local num = tonumber(ARGV[1])
+local den = tonumber(ARGV[2])
+local cap = tonumber(ARGV[3])
+local n = tonumber(ARGV[4])
+local min = tonumber(ARGV[5])
+
+local function ceildiv(a, b)
+  local q = math.floor(a / b)
+  if q * b < a then q = q + 1 end
+  if q > 0 and (q - 1) * b >= a then q = q - 1 end
+  return q
+end
+local function floordiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 end
+  if (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+
+local units, last = cap, now
+local v = redis.call('HMGET', KEYS[1], 't', 'l')
+local before = cap
+if v[1] and v[2] then
+  units = tonumber(v[1])
+  last = tonumber(v[2])
+  if units > cap then units = cap end
+  before = units
+  if now > last then
+    local need = cap - units
+    if need > 0 then
+      if now - last >= ceildiv(need, num) then
+        units = cap
+      else
+        units = units + (now - last) * num
+      end
+    end
+    last = now
+  end
+  -- now < last: the server clock went back (e.g. a failover); add nothing
+  -- and keep last, so no permits are minted.
+end
+
+`
