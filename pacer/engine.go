@@ -398,6 +398,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.crew.wg.Wait()
 		close(workersDone)
 	}()
+	if hb, ok := e.cfg.Source.(HoldBounded); ok {
+		hb.HoldBound(e.cfg.QueueSize + e.cfg.MaxInFlight)
+	}
 	srcErrc := make(chan error, 1)
 	go func() {
 		srcErrc <- e.cfg.Source.Run(srcCtx, e.deliverFunc)

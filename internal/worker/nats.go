@@ -32,7 +32,6 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		FilterSubject: n.FilterSubject,
 		Create:        n.CreateConsumer,
 		AckWait:       n.AckWait.D(),
-		MaxAckPending: MaxAckPending(cfg.Shaping.QueueSize, cfg.Shaping.MaxInFlight, n.FetchBatch),
 		MaxDeliver:    n.MaxDeliver,
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
@@ -60,15 +59,4 @@ func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.S
 		dl = d
 	}
 	return src, dl, nil
-}
-
-// maxAckPending is the JetStream consumer's MaxAckPending for an engine
-// holding at most queue + inFlight messages. The source pulls the next batch
-// once at most half a batch still waits for the engine, so up to 1.5 x batch
-// more sit on the client side (sources/nats package doc); anything below
-// queue + inFlight + 1.5 x batch lets the server stop delivering while the
-// engine still has room, and messages then sit unacked toward AckWait.
-// Rounded up.
-func MaxAckPending(queue, inFlight, batch int) int {
-	return queue + inFlight + batch + (batch+1)/2
 }

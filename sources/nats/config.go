@@ -196,9 +196,12 @@ type Config struct {
 	Create        bool
 
 	// For a created consumer:
-	AckWait       time.Duration // default 30s
-	MaxAckPending int           // default 1000; set >= engine QueueSize + MaxInFlight + 1.5 x Batch
-	MaxDeliver    int           // default unlimited
+	AckWait time.Duration // default 30s
+	// MaxAckPending: 0 derives it from the engine's bound (HoldBound:
+	// what the engine holds + 1.5 x Batch fetched ahead), or 1000 when the
+	// source runs without an engine that passes one.
+	MaxAckPending int
+	MaxDeliver    int // default unlimited
 	DeliverPolicy DeliverPolicy
 
 	// Batch is the most messages asked per pull (default 32). The next pull
@@ -260,9 +263,6 @@ func (c *Config) withDefaults() Config {
 	cc := *c
 	if cc.AckWait == 0 {
 		cc.AckWait = 30 * time.Second
-	}
-	if cc.MaxAckPending == 0 {
-		cc.MaxAckPending = 1000
 	}
 	if cc.MaxDeliver == 0 {
 		cc.MaxDeliver = -1

@@ -69,6 +69,32 @@ type Source struct {
 	// connErr says why Run cannot reach the server yet (nil once connected).
 	connErr atomic.Pointer[string]
 	paths   atomic.Int64 // per-subject paths started (SubjectToken)
+	// holdBound is the engine's bound (HoldBound; 0: none passed).
+	holdBound int
+}
+
+// defaultMaxAckPending is MaxAckPending without a configured value or an
+// engine bound.
+const defaultMaxAckPending = 1000
+
+// HoldBound implements pacer.HoldBounded: with MaxAckPending unset, the
+// consumer's MaxAckPending covers the engine's bound n plus what the source
+// fetches ahead. The next pull starts once at most half a batch waits for
+// the engine, so up to 1.5 x Batch sit on the client side; anything less
+// lets the server stop delivering while the engine still has room, and
+// messages then sit unacked toward AckWait. Called before Run.
+func (s *Source) HoldBound(n int) { s.holdBound = n }
+
+// maxAckPending is the MaxAckPending of a consumer this source creates.
+func (s *Source) maxAckPending() int {
+	switch {
+	case s.cfg.MaxAckPending > 0:
+		return s.cfg.MaxAckPending
+	case s.holdBound > 0:
+		b := s.cfg.Batch
+		return s.holdBound + b + (b+1)/2
+	}
+	return defaultMaxAckPending
 }
 
 // tracked is one fetched message until it is settled.
@@ -239,7 +265,7 @@ func (s *Source) consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consume
 			FilterSubject: s.cfg.FilterSubject,
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       s.cfg.AckWait,
-			MaxAckPending: s.cfg.MaxAckPending,
+			MaxAckPending: s.maxAckPending(),
 			MaxDeliver:    s.cfg.MaxDeliver,
 		}
 		if s.cfg.DeliverPolicy == DeliverNew {
@@ -533,3 +559,5 @@ func (s *Source) serverVersion() string {
 	}
 	return nc.ConnectedServerVersion()
 }
+
+var _ pacer.HoldBounded = (*Source)(nil)

@@ -140,7 +140,7 @@ func (s *Source) runPerSubject(ctx context.Context, nc *nats.Conn, deliver func(
 			FilterSubject:     subjectFilterFor(s.cfg.FilterSubject, s.cfg.SubjectToken, key),
 			AckPolicy:         jetstream.AckExplicitPolicy,
 			AckWait:           s.cfg.AckWait,
-			MaxAckPending:     s.cfg.MaxAckPending,
+			MaxAckPending:     s.maxAckPending(),
 			MaxDeliver:        s.cfg.MaxDeliver,
 			InactiveThreshold: s.cfg.ConsumerInactive,
 		}
