@@ -68,6 +68,13 @@ type Shaping struct {
 	KeyOf func(m *Message) []byte
 	// Quotas are extra limiters every message must pass (e.g. 10,000/day).
 	Quotas []algorithms.Limiter
+	// WarmUp, when > 0, ramps admission up to Rate over this long after
+	// start-up (algorithms.WarmUp: a cold start at a third of Rate); once
+	// it has passed, it caps nothing. Needs Rate.
+	WarmUp time.Duration
+	// WarmUpAfterIdle makes the warm-up Guava's: cold again after every
+	// idle period, and a cap on bursts for good. Off: after start-up only.
+	WarmUpAfterIdle bool
 	// Global is a limiter shared with other workers (Redis); its Reserve
 	// must not block. When it refuses, the engine asks again after its hint
 	// (or GlobalRetry when the hint is 0) and pauses the source meanwhile.
@@ -452,6 +459,9 @@ func (s *Shaping) validate(batch int) error {
 	}
 	if s.Burst < 1 {
 		return fmt.Errorf("%w: Burst %d (want >= 1)", ErrInvalidConfig, s.Burst)
+	}
+	if s.WarmUp < 0 || (s.WarmUp > 0 && s.Rate == (algorithms.Rate{})) {
+		return fmt.Errorf("%w: WarmUp %v needs a Rate and must not be negative", ErrInvalidConfig, s.WarmUp)
 	}
 	if s.Peak != (algorithms.Rate{}) {
 		if err := s.Peak.Validate(); err != nil {

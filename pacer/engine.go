@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ import (
 type Engine struct {
 	cfg   Config
 	clock Clock
+	born  time.Time // when New built the stages: start-up's warm-up runs from here
 	log   *slog.Logger
 	hooks hookSet
 
@@ -138,6 +140,7 @@ func New(cfg Config) (*Engine, error) {
 		e.keys = make(map[string][]*item)
 	}
 	now := e.clock.Now()
+	e.born = now
 	stages, bucket, err := buildStages(&e.cfg.Shaping, now)
 	if err != nil {
 		return nil, err
@@ -294,7 +297,9 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 
 // Reload replaces the shaping settings at runtime (SIGHUP). Stages whose
 // settings did not change keep their state; a rebuilt token bucket starts
-// empty, so a reload never grants a fresh burst. Quotas, Global and
+// empty, so a reload never grants a fresh burst. An unchanged warm-up
+// keeps ramping where it was; a changed one restarts cold only if start-up
+// has not ended. Quotas, Global and
 // GlobalPerKey are taken as given (pass the same limiters to keep their
 // state).
 func (e *Engine) Reload(s Shaping) error {
@@ -309,6 +314,7 @@ func (e *Engine) Reload(s Shaping) error {
 	old := e.cfg.Shaping
 	var keep []stage
 	var bucket *bucketStage
+	var warm *warmUpStage
 	sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
 	for _, st := range e.sh.stages {
 		switch x := st.(type) {
@@ -320,8 +326,13 @@ func (e *Engine) Reload(s Shaping) error {
 			if sameBucket {
 				bucket = x
 			}
+		case *warmUpStage:
+			warm = x
 		}
 	}
+	// A changed warm-up starts cold only while start-up lasts (the new
+	// warm-up's length since New): after it, a reload brings no cold start.
+	startUpOver := !now.Before(e.born.Add(s.WarmUp))
 	nb := s
 	nb.StartEmpty = true
 	stages, newBucket, err := buildStages(&nb, now)
@@ -341,8 +352,16 @@ func (e *Engine) Reload(s Shaping) error {
 				stages[i] = bucket
 				newBucket = bucket
 			}
+		case *warmUpStage:
+			switch {
+			case warm != nil && sameWarmUp(&old, &s):
+				stages[i] = warm
+			case startUpOver && !s.WarmUpAfterIdle:
+				stages[i] = nil
+			}
 		}
 	}
+	stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
 	e.wireLanes(stages)
 	e.sh.stages, e.sh.bucket = stages, newBucket
 	e.unlimited.Store(len(stages) == 0)

@@ -12,3 +12,16 @@ func BucketRate(e *Engine) algorithms.Rate {
 	}
 	return e.sh.bucket.rate
 }
+
+// WarmUpStage is the engine's warm-up stage, compared by identity in tests
+// (nil: none).
+func WarmUpStage(e *Engine) any {
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	for _, st := range e.sh.stages {
+		if w, ok := st.(*warmUpStage); ok {
+			return w
+		}
+	}
+	return nil
+}

@@ -105,6 +105,13 @@ func buildStages(sh *Shaping, now time.Time) ([]stage, *bucketStage, error) {
 	if len(sh.Quotas) > 0 {
 		st = append(st, newQuotaStage(sh.Quotas))
 	}
+	if sh.WarmUp > 0 {
+		w, err := newWarmUpStage(sh, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		st = append(st, w)
+	}
 	b, err := newBucketStage(sh, now)
 	if err != nil {
 		return nil, nil, err

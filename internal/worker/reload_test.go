@@ -29,8 +29,9 @@ admin:
 `
 
 // TestReloadKeepsQuotaState: a SIGHUP reload keeps the limiters of quotas
-// (and the warm-up) it did not change, so a reload never resets a daily
-// quota; changed ones are rebuilt; a bad file changes nothing.
+// it did not change, so a reload never resets a daily quota; changed ones
+// are rebuilt; a bad file changes nothing. (The warm-up is the engine's
+// stage: pacer's TestReloadWarmUp.)
 func TestReloadKeepsQuotaState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	write := func(rate, hourly string) {
@@ -54,16 +55,16 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 	}
 	defer w.Close()
 	before := w.shaping.Quotas
-	if len(before) != 3 {
-		t.Fatalf("%d shaping limiters, want 2 quotas + warm-up", len(before))
+	if len(before) != 2 {
+		t.Fatalf("%d shaping limiters, want 2 quotas", len(before))
 	}
 
 	write("10/s", "200/h") // only the hourly quota changes
 	w.Reload(path, os.LookupEnv)
 	after := w.shaping.Quotas
-	if len(after) != 3 || after[0] != before[0] || after[1] == before[1] || after[2] != before[2] {
-		t.Errorf("reload: daily kept %v, hourly rebuilt %v, warm-up kept %v (want true, true, true)",
-			after[0] == before[0], after[1] != before[1], after[2] == before[2])
+	if len(after) != 2 || after[0] != before[0] || after[1] == before[1] {
+		t.Errorf("reload: daily kept %v, hourly rebuilt %v (want true, true)",
+			after[0] == before[0], after[1] != before[1])
 	}
 	if w.reloads != 1 {
 		t.Errorf("reloads = %d", w.reloads)
@@ -75,10 +76,10 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 		t.Errorf("a bad reload changed something (reloads %d) or was not logged:\n%s", w.reloads, logs.String())
 	}
 
-	write("20/s", "200/h") // a new rate: still inside the warm-up hour, so a new warm-up
+	write("20/s", "200/h") // a new rate: the quotas are kept
 	w.Reload(path, os.LookupEnv)
-	if got := w.shaping.Quotas; len(got) != 3 || got[0] != before[0] || got[2] == before[2] {
-		t.Errorf("rate change: daily kept %v, warm-up rebuilt %v", got[0] == before[0], len(got) == 3 && got[2] != before[2])
+	if got := w.shaping.Quotas; len(got) != 2 || got[0] != before[0] {
+		t.Errorf("rate change: daily kept %v", len(got) == 2 && got[0] == before[0])
 	}
 	if st := w.status().(StatusView); st.Configured.Rate != "20/s" || st.Engine.ConfiguredRate != 20 {
 		t.Errorf("status after reload: %+v / %v", st.Configured, st.Engine.ConfiguredRate)

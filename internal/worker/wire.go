@@ -70,25 +70,14 @@ func LocalShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 		}
 		sh.Quotas = append(sh.Quotas, l)
 	}
-	if s.Warmup > 0 {
-		w, err := algorithms.NewWarmUp(algorithms.WarmUpConfig{Rate: s.Rate.Rate, WarmUp: s.Warmup.D()}, now)
-		if err != nil {
-			return sh, fmt.Errorf("shaping.warmup: %w", err)
-		}
-		if s.WarmupAfterIdle {
-			sh.Quotas = append(sh.Quotas, w)
-		} else {
-			// After start-up only: no cold start after idling, no cap on
-			// later bursts.
-			sh.Quotas = append(sh.Quotas, &algorithms.Until{Limiter: w, End: now.Add(s.Warmup.D())})
-		}
-	}
+	sh.WarmUp = s.Warmup.D()
+	sh.WarmUpAfterIdle = s.WarmupAfterIdle
 	if len(s.Schedule) > 0 {
 		b, err := scheduleStage(s, now)
 		if err != nil {
 			return sh, err
 		}
-		sh.Quotas = append(sh.Quotas, b) // last: a reload's warm-up handling indexes the quotas before it
+		sh.Quotas = append(sh.Quotas, b)
 	}
 	return sh, nil
 }

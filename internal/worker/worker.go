@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"reflect"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -229,14 +228,6 @@ func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	for i := range cfg.Shaping.Quotas {
 		if i < len(old.Quotas) && old.Quotas[i] == cfg.Shaping.Quotas[i] {
 			sh.Quotas[i] = w.shaping.Quotas[i]
-		}
-	}
-	if n := len(cfg.Shaping.Quotas); cfg.Shaping.Warmup > 0 {
-		switch {
-		case old.Warmup == cfg.Shaping.Warmup && old.Rate == cfg.Shaping.Rate && len(w.shaping.Quotas) > len(old.Quotas):
-			sh.Quotas[n] = w.shaping.Quotas[len(old.Quotas)] // the same warm-up, still warming or warm
-		case time.Since(w.started) >= cfg.Shaping.Warmup.D():
-			sh.Quotas = slices.Delete(sh.Quotas, n, n+1) // start-up is over: no new cold start
 		}
 	}
 	if err := w.engine.Reload(sh); err != nil {
