@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // pacerBin is the binary built once by TestMain, run as a user would.
@@ -288,7 +288,7 @@ func freeAddr(t *testing.T) string {
 // proc is a long-running pacer process.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr lockedBuffer
+	stderr testkit.Buffer
 	done   chan struct{}
 	code   int
 }
@@ -371,22 +371,3 @@ func num(m map[string]any, path ...string) float64 {
 }
 
 var _ = syscall.SIGTERM
-
-// lockedBuffer is an io.Writer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}

@@ -100,3 +100,24 @@ func Seeds(t testing.TB, env string, fixed ...uint64) []uint64 {
 	t.Logf("seeds %v, then %d (replay: %s=%d)", fixed, seed, env, seed)
 	return append(append([]uint64(nil), fixed...), seed)
 }
+
+// Buffer is an io.Writer safe for concurrent use: where a test collects
+// what a logger, a server or a subprocess writes while it reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

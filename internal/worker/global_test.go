@@ -69,7 +69,7 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	w, err := New(cfg, log, io.Discard, os.LookupEnv)
 	if err != nil {

@@ -1,21 +1,20 @@
 package nats
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // A clean Close logs no warning ("nats: disconnected err=<nil>" on every
 // stop); losing the server does.
 func TestDisconnectLogs(t *testing.T) {
 	srv := testenv.StartNATSInProcess(t)
-	buf := &lockedBuffer{}
+	buf := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	nc, err := (&Conn{URL: srv.URL()}).connect(log)
 	if err != nil {
@@ -47,23 +46,6 @@ func TestDisconnectLogs(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestRedactURL(t *testing.T) {
