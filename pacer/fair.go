@@ -310,18 +310,7 @@ func (e *Engine) deliverFair(ctx context.Context, it *item) error {
 		e.log.Warn("pacer: deferring a message of a key at its share failed; it waits for its share", "id", m.ID, "err", derr)
 		err = e.fair.put(ctx, e.stopping, it, false)
 	}
-	if err != nil {
-		e.pending.Add(-1)
-		e.putItem(it)
-		e.refuse(m)
-		return err
-	}
-	e.stats.consumed.Add(1)
-	e.spawn()
-	if e.queueFull() {
-		e.pauseFull()
-	}
-	return nil
+	return e.tookOrRefused(it, m, err)
 }
 
 // undefer forgets one deferred message of m's key (its republish failed).

@@ -36,7 +36,14 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		}
 		return err
 	}
-	if err := e.fifo.put(ctx, e.stopping, it); err != nil {
+	return e.tookOrRefused(it, m, e.fifo.put(ctx, e.stopping, it))
+}
+
+// tookOrRefused finishes a hand-over once the queue (FIFO or fair) took it (err
+// nil: counted, a worker started if none is idle, the source paused at the
+// high watermark) or refused it (the engine is stopping: m is given back).
+func (e *Engine) tookOrRefused(it *item, m *Message, err error) error {
+	if err != nil {
 		e.pending.Add(-1)
 		e.putItem(it)
 		e.refuse(m)

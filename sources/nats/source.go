@@ -200,21 +200,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	// last delivery (max_deliver) would be discarded by the server if given
 	// back: it is handed to the engine instead, which, stopping, writes it
 	// to the dead-letter destination (pacer.LastDeliverer).
-	for {
-		select {
-		case tr := <-local:
-			if m, err := s.convert(tr); err == nil && tr.last {
-				if deliver(context.WithoutCancel(ctx), m) == nil {
-					s.delivered.Add(1)
-					continue
-				}
-			}
-			s.giveBack(tr)
-			continue
-		default:
-		}
-		break
-	}
+	s.giveBackAll(ctx, local, deliver)
 	if stopped {
 		return nil
 	}
