@@ -83,7 +83,12 @@ func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string, ot
 	if eng["limit_source"] != wantSrc || eng["adaptive"] != "auto" {
 		t.Errorf("/status engine: adaptive %v, limit_source %v want auto, %s", eng["adaptive"], eng["limit_source"], wantSrc)
 	}
-	if l := num(st, "engine", "learned_limit_per_second"); l < 0.5*left || l > 1.5*left {
+	// The finder probes upward between throttles, and a run of 120
+	// messages ends wherever its last probe stands (seen: 17.1/s for a
+	// 10/s share, 7.5 s after the last throttle, under CI load where the
+	// other client also fell behind its 10/s): the learned value is
+	// checked loosely; the 429 share above is the tight check.
+	if l := num(st, "engine", "learned_limit_per_second"); l < 0.5*left || l > 2*left {
 		t.Errorf("learned limit %.1f/s, want near the %g/s the API leaves to pacer", l, left)
 	}
 	if wantSrc == "429s" && num(st, "engine", "seconds_since_throttle") < 0 {
