@@ -257,8 +257,11 @@ func TestBreakerOneBadMessage(t *testing.T) {
 		if d := r.dl.Entries(); len(d) != 1 || d[0].ID != "test/0/7" {
 			t.Errorf("dead letters %v, want only test/0/7", d)
 		}
-		if st := r.e.Status(); st.Breaker.Trips != 1 || st.Breaker.Open {
-			t.Errorf("breaker = %+v, want one trip, closed", st.Breaker)
+		// One trip, or two when the first probe happens to be the bad
+		// message again (which worker takes it is goroutine order; seen
+		// once in CI): never more, and closed at the end.
+		if st := r.e.Status(); st.Breaker.Trips < 1 || st.Breaker.Trips > 2 || st.Breaker.Open {
+			t.Errorf("breaker = %+v, want one or two trips, closed", st.Breaker)
 		}
 	})
 }
