@@ -56,6 +56,11 @@ type controller struct {
 	gateCause string // why the gate is raised (for /status and the log)
 	warn      func(msg string, args ...any)
 	info      func(msg string, args ...any)
+	// Shared limit (Shaping.LimitBoard): the group's ceiling (GlobalRate)
+	// and how its rate and burst reach the Global budget.
+	groupCeiling float64
+	applyGroup   func(now time.Time, rate float64, burst int)
+
 	lastLimit float64     // c.mu: the learned limit last logged
 	lastSrc   LimitSource // and its source
 
@@ -64,10 +69,23 @@ type controller struct {
 	lastWarnAt time.Time
 }
 
-func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time) *controller {
+func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time, g group) *controller {
 	c := &controller{cfg: cfg, inFlight: maxInFlight, burst: burst, minBurst: batch, maxPause: maxPause}
+	c.setGroup(g)
 	c.setCeiling(rate, now)
 	return c
+}
+
+// group is how a shared limit reaches the Global budget (zero: no board).
+type group struct {
+	ceiling float64
+	apply   func(now time.Time, rate float64, burst int)
+}
+
+// setGroup takes the group's ceiling and Global setter; the next
+// setCeiling builds the finder for it.
+func (c *controller) setGroup(g group) {
+	c.groupCeiling, c.applyGroup = g.ceiling, g.apply
 }
 
 func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
@@ -95,7 +113,13 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	// rate, and fed 429s it drives itself to its floor; the finder owns
 	// the throttle signal and caps PID's rate at the downstream's limit.
 	if (c.cfg.Mode == AdaptiveAuto || c.cfg.Mode == AdaptivePID) && c.ceiling > 0 {
-		c.lf = newLimitFinder(c.ceiling, c.floor, c.burst, c.minBurst, now)
+		if c.groupCeiling > 0 {
+			// The group's limit: up to the Global budget's rate.
+			c.lf = newLimitFinder(c.groupCeiling, c.floor, c.burst, c.minBurst, now)
+			c.lf.share = &lfShare{}
+		} else {
+			c.lf = newLimitFinder(c.ceiling, c.floor, c.burst, c.minBurst, now)
+		}
 	}
 	c.pidRate = c.ceiling
 }
@@ -248,9 +272,16 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 			cause = "probe-end"
 		}
 	}
-	if !changed {
-		return
+	if changed {
+		c.applyFinder(now, cause)
 	}
+}
+
+// applyFinder applies the limit finder's rate and burst (c.mu held): to
+// the bucket (up to the configured rate) and, when the limit is shared,
+// to the Global budget (up to the group's ceiling).
+func (c *controller) applyFinder(now time.Time, cause string) {
+	f := c.lf
 	if c.info != nil && (f.src != c.lastSrc || f.limit < 0.95*c.lastLimit || f.limit > 1.05*c.lastLimit) {
 		c.lastLimit, c.lastSrc = f.limit, f.src
 		since := "never"
@@ -263,9 +294,12 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 		c.effBurst = f.burst
 		c.applyBurst(now, f.burst)
 	}
-	c.cur = f.rate
+	c.cur = min(f.rate, c.ceiling)
 	if c.cfg.Mode == AdaptivePID {
-		c.cur = min(f.rate, c.pidRate)
+		c.cur = min(c.cur, c.pidRate)
+	}
+	if c.applyGroup != nil && f.share != nil {
+		c.applyGroup(now, f.rate, f.burst)
 	}
 	c.refresh(now, cause)
 }

@@ -87,6 +87,28 @@ type Shaping struct {
 	GlobalPerKey algorithms.KeyLimiter
 	// GlobalRetry is the re-ask delay after a hintless refusal; 0: 10ms.
 	GlobalRetry time.Duration
+	// LimitBoard, if set, shares what the auto controller learns of the
+	// downstream's limit with every worker of the same Global budget (one
+	// API key): the group's accepted rate is the evidence, the group has
+	// one learned limit and one probe at a time, and the learned rate is
+	// applied to Global (which must be an algorithms.RateLimiter-like
+	// limiter with SetRate and SetBurst, as algorithms/redis.Limiter is)
+	// and to this worker's bucket. So N workers together converge to the
+	// API's limit, however the backlog is spread among them.
+	// algorithms/redis.Limiter is a LimitBoard next to its budget;
+	// algorithms.LocalLimitBoard serves engines in one process. Needs
+	// Global, GlobalRate, Rate and Adaptive.Mode auto (or pid).
+	LimitBoard algorithms.LimitBoard
+	// GlobalRate is Global's configured rate: the learned limit never
+	// raises Global above it. Needed with LimitBoard.
+	GlobalRate algorithms.Rate
+}
+
+// rateSettable is a limiter whose rate and burst change at runtime (a
+// Global that follows a shared learned limit).
+type rateSettable interface {
+	SetRate(now time.Time, r algorithms.Rate) error
+	SetBurst(now time.Time, burst int) error
 }
 
 // PerKey limits every message key to its own token bucket.
@@ -479,6 +501,17 @@ func (s *Shaping) validate(batch int) error {
 	for i, q := range s.Quotas {
 		if q == nil {
 			return fmt.Errorf("%w: Quotas[%d] is nil", ErrInvalidConfig, i)
+		}
+	}
+	if s.LimitBoard != nil {
+		if _, ok := s.Global.(rateSettable); !ok {
+			return fmt.Errorf("%w: LimitBoard needs a Global limiter whose rate can be set (SetRate, SetBurst), got %T", ErrInvalidConfig, s.Global)
+		}
+		if err := s.GlobalRate.Validate(); err != nil {
+			return fmt.Errorf("%w: LimitBoard needs GlobalRate, Global's configured rate: %w", ErrInvalidConfig, err)
+		}
+		if s.Rate == (algorithms.Rate{}) {
+			return fmt.Errorf("%w: LimitBoard needs a Rate (the learned limit moves it)", ErrInvalidConfig)
 		}
 	}
 	return nil

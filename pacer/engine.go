@@ -83,6 +83,8 @@ type Engine struct {
 
 	timeEnq  bool // record when each message was consumed (PID queue delay)
 	adaptive bool // AIMD or PID: time every delivery
+	// shareErr is the last failure to reach Shaping.LimitBoard ("": none).
+	shareErr atomicString
 	// globalRetry is Shaping.GlobalRetry, readable without the shaper lock.
 	globalRetry atomic.Int64
 	itemPool    sync.Pool
@@ -152,7 +154,7 @@ func New(cfg Config) (*Engine, error) {
 	if bucket != nil {
 		rate = bucket.rate
 	}
-	e.ctrl = newController(cfg.Adaptive, rate, cfg.Burst, cfg.BatchSize, cfg.MaxInFlight, maxPause(cfg.Retry), now)
+	e.ctrl = newController(cfg.Adaptive, rate, cfg.Burst, cfg.BatchSize, cfg.MaxInFlight, maxPause(cfg.Retry), now, e.groupOf(&cfg.Shaping))
 	e.ctrl.apply = e.applyRate
 	e.ctrl.applyBurst = e.applyBurst
 	e.ctrl.warn = e.log.Warn
@@ -369,6 +371,7 @@ func (e *Engine) Reload(s Shaping) error {
 	e.globalRetry.Store(int64(s.GlobalRetry))
 	e.sh.mu.Unlock()
 	e.ctrl.burst = s.Burst
+	e.ctrl.setGroup(e.groupOf(&s))
 	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate, now)
 		e.applyRateExact(now, s.Rate, "reload")
@@ -409,7 +412,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
-	e.warmSink(ctx)                 // connections ready before the first admission
+	stopShare := e.startShare(base)
+	e.warmSink(ctx) // connections ready before the first admission
 
 	e.crew.start(e, loopCtx)
 	workersDone := make(chan struct{})
@@ -460,6 +464,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	sl.stop()
 	stopState() // the workers are done: nothing more is admitted
+	stopShare() // and the board has every count
 	if !srcReturned {
 		srcErr = <-srcErrc
 	}

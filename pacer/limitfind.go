@@ -3,6 +3,8 @@ package pacer
 import (
 	"math"
 	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
 )
 
 // LimitSource says where the engine's idea of the downstream's limit comes
@@ -117,6 +119,8 @@ type limitFinder struct {
 	upper    float64   // a rate known to be too high (a failed probe; 0 none)
 
 	afterClean bool // the current streak of throttles followed a clean cruise
+
+	share *lfShare // the group's board (nil: this worker learns alone; see limitshare.go)
 }
 
 type lfSlotCount struct {
@@ -140,6 +144,9 @@ func (f *limitFinder) delivered(now time.Time, n int) {
 	if n <= 0 {
 		return
 	}
+	if f.share != nil {
+		f.share.add(now, n)
+	}
 	i := f.slotIdx(now)
 	s := &f.slots[uint64(i)%lfSlots]
 	if s.idx != i {
@@ -148,8 +155,12 @@ func (f *limitFinder) delivered(now time.Time, n int) {
 	s.n += int64(n)
 }
 
-// count is what was accepted in slots [from, to).
+// count is what was accepted in slots [from, to): by this worker, or by
+// the whole group when it shares a board.
 func (f *limitFinder) count(from, to time.Time) int64 {
+	if f.share != nil {
+		return f.share.count(from, to)
+	}
 	a, b := f.slotIdx(from), f.slotIdx(to)
 	a = max(a, b-lfSlots+1)
 	var n int64
@@ -242,18 +253,19 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	var lim float64
 	f.weak = false
 	switch {
-	case wasProbing && f.limit > 0:
+	case (wasProbing || f.following(now)) && f.limit > 0:
 		// The probe found the ceiling: the limit it started from holds.
 		lim = f.limit
 	default:
 		// What the downstream accepted since it last made us wait (it was
 		// full then), over the time we could send: at most the rate in
 		// force, which it just refused.
-		from := maxTime(maxTime(now.Add(-lfWindow), f.start), prevGate)
-		act := f.active(from, now)
+		end := f.evidenceEnd(now)
+		from := maxTime(maxTime(end.Add(-lfWindow), f.start), prevGate)
+		act := f.active(from, end)
 		m := 0.0
 		if act >= lfMinActive {
-			m = float64(f.count(from, now)) / act.Seconds()
+			m = float64(f.count(from, end)) / act.Seconds()
 		}
 		// A throttle soon after the last one: the API's limit fell well
 		// below the rate (or the last guess was far off). What it accepted
@@ -263,15 +275,15 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		// Only after a clean cruise: while the limit is being found at the
 		// start, the waits are most of the time and the bound is too low.
 		lo := 0.0
-		if f.afterClean && now.Sub(prevEpisode) <= lfCycle && now.Sub(prevEpisode) >= lfMinActive {
-			lo = float64(f.count(prevEpisode, now)) / now.Sub(prevEpisode).Seconds()
+		if f.afterClean && now.Sub(prevEpisode) <= lfCycle && end.Sub(prevEpisode) >= lfMinActive {
+			lo = float64(f.count(prevEpisode, end)) / end.Sub(prevEpisode).Seconds()
 		}
 		// What it accepted in the second before the throttle, when most
 		// of that second was spent sending: a window API (n per second,
 		// fixed or rolling) shows its quota there exactly.
 		sec := f.rate
-		if a := f.active(now.Add(-time.Second), now); a >= lfSecActive {
-			sec = float64(f.count(now.Add(-time.Second), now))
+		if a := f.active(end.Add(-time.Second), end); a >= lfSecActive {
+			sec = float64(f.count(end.Add(-time.Second), end))
 		}
 		switch {
 		case lo > 0 && lo < f.rate:
@@ -292,6 +304,7 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	f.src = Limit429
 	f.rate = f.clamp(f.limit * lfHeadroom)
 	f.burst = f.burstFor(f.rate)
+	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: now})
 	return true
 }
 
@@ -381,12 +394,16 @@ func (f *limitFinder) tick(now time.Time) bool {
 	if f.src != Limit429 || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
 	}
+	if f.unfollow(now) {
+		return true
+	}
 	if f.probing {
-		if now.Sub(f.probeStart) < lfProbeLen {
+		end := f.evidenceEnd(now)
+		if end.Sub(f.probeStart) < lfProbeLen {
 			return false
 		}
 		f.probing = false
-		got := float64(f.count(f.probeStart, now)) / now.Sub(f.probeStart).Seconds()
+		got := float64(f.count(f.probeStart, end)) / end.Sub(f.probeStart).Seconds()
 		if got >= 0.9*f.probeRate {
 			// Accepted all of it: the limit is at least that.
 			f.limit = max(f.limit, got)
@@ -400,15 +417,17 @@ func (f *limitFinder) tick(now time.Time) bool {
 		}
 		f.rate = f.clamp(f.limit * lfHeadroom)
 		f.burst = f.burstFor(f.rate)
+		f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle})
 		return true
 	}
-	if now.Before(f.nextProbe) || f.rate >= f.ceiling {
+	if now.Before(f.nextProbe) || f.rate >= f.ceiling || f.following(now) {
 		return false
 	}
 	// App-limited (the backlog does not fill the rate)? Then a probe would
 	// prove nothing.
-	from := now.Add(-2 * time.Second)
-	if act := f.active(from, now); act < time.Second || float64(f.count(from, now))/act.Seconds() < 0.8*f.rate {
+	end := f.evidenceEnd(now)
+	from := end.Add(-2 * time.Second)
+	if act := f.active(from, end); act < time.Second || float64(f.count(from, end))/act.Seconds() < 0.8*f.rate {
 		f.nextProbe = now.Add(time.Second)
 		return false
 	}
@@ -420,5 +439,6 @@ func (f *limitFinder) tick(now time.Time) bool {
 		f.probeRate = f.clamp(min(f.probeRate, (f.limit+f.upper)/2))
 	}
 	f.rate = f.probeRate
+	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(lfProbeLen)})
 	return true
 }

@@ -50,6 +50,12 @@ type Status struct {
 	LastThrottle  time.Time `json:"last_throttle,omitzero"`
 	SinceThrottle float64   `json:"seconds_since_throttle"`
 	Burst         int       `json:"burst"`
+	// LimitShared says the learned limit is the group's (Shaping.LimitBoard):
+	// LearnedLimit is what the workers sharing the Global budget learned
+	// together. LimitBoardError is the last failure to reach the board
+	// ("" while it answers); the worker goes on with the last state seen.
+	LimitShared     bool   `json:"limit_shared,omitempty"`
+	LimitBoardError string `json:"limit_board_error,omitempty"`
 
 	Consumed         uint64 `json:"consumed"`
 	Admitted         uint64 `json:"admitted"`
@@ -116,6 +122,8 @@ func (e *Engine) Status() Status {
 	}
 	lim, src, last, _ := e.ctrl.learned()
 	s.LearnedLimit, s.LimitSource = lim, src.String()
+	s.LimitShared = e.ctrl.shared()
+	s.LimitBoardError = e.shareErr.Load()
 	s.SinceThrottle = -1
 	if !last.IsZero() {
 		s.LastThrottle = last.UTC()
