@@ -135,3 +135,95 @@ drain_timeout: 2s
 		t.Errorf("API saw %d requests for tenant acme across two workers; its shared budget allows %d + %d", got, burst, refill)
 	}
 }
+
+// TestRunThreeWorkersShareLearnedLimit (issue 11, scenario 6 through the
+// binary): three `pacer run` processes on one JetStream consumer and one
+// Redis budget, each configured at 60/s (the budget too), in front of an
+// API that allows 20/s and answers only "429, Retry-After: 1". They share
+// what they learn (the default with adaptive auto): every /status says
+// limit_shared, the learned limit is near 20/s, the API sees few 429s and
+// everything is delivered once.
+func TestRunThreeWorkersShareLearnedLimit(t *testing.T) {
+	const n, limit = 300, 20.0
+	url, stream, _ := setupNATS(t, n)
+	rs := testenv.Redis(t)
+	api := testapi.New(testapi.Config{Rate: limit, Burst: 5, Headers: testapi.HeadersNone})
+	t.Cleanup(api.Close)
+	cfg := func(admin string) string {
+		return writeFile(t, "w.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+    consumer: shared
+shaping:
+  rate: 60/s
+  burst: 20
+  max_in_flight: 4
+  global:
+    redis_url: %s
+    prefix: %q
+    key: learned
+    rate: 60/s
+    burst: 20
+sink:
+  type: http
+  http:
+    url: %s/orders
+admin:
+  listen: %s
+drain_timeout: 5s
+`, url, stream, rs.URL, rs.Prefix, api.URL(), admin))
+	}
+	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
+	var ps []*proc
+	for _, a := range addrs {
+		ps = append(ps, start(t, nil, "run", "-c", cfg(a)))
+	}
+	testkit.Eventually(t, 90*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
+	var learned []float64
+	for i, a := range addrs {
+		st, err := getStatus(a)
+		if err != nil {
+			t.Fatalf("worker %d /status: %v", i, err)
+		}
+		eng := st["engine"].(map[string]any)
+		learned = append(learned, num(st, "engine", "learned_limit_per_second"))
+		if eng["limit_shared"] != true || eng["limit_source"] != "429s" {
+			t.Errorf("worker %d: limit_shared %v, limit_source %v; want true, 429s", i, eng["limit_shared"], eng["limit_source"])
+		}
+		if e, _ := eng["limit_board_error"].(string); e != "" {
+			t.Errorf("worker %d: limit_board_error %q", i, e)
+		}
+	}
+	for _, p := range ps {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range ps {
+		if code := p.wait(t, 20*time.Second); code != 0 {
+			t.Errorf("exit = %d want 0", code)
+		}
+	}
+	st := api.Stats()
+	acc := api.Accepted()
+	took := acc[len(acc)-1].Time.Sub(acc[0].Time)
+	rate := float64(len(acc)) / took.Seconds()
+	ratio := float64(st.Throttled) / float64(st.Accepted+st.Throttled)
+	t.Logf("3 workers sharing the learned limit: %d accepted in %v (%.1f/s against %g/s), 429s %d (%.1f%%), learned %.1f", len(acc), took.Round(time.Millisecond), rate, limit, st.Throttled, 100*ratio, learned)
+	if st.Unique != n {
+		t.Errorf("API saw %d unique want %d", st.Unique, n)
+	}
+	if ratio > 0.1 {
+		t.Errorf("429s %.1f%% of requests: want at most 10%%", 100*ratio)
+	}
+	for i, l := range learned {
+		if l < 0.5*limit || l > 2*limit {
+			t.Errorf("worker %d learned %.1f/s, want near %g/s", i, l, limit)
+		}
+	}
+	// Real time on a shared machine: a loose floor that catches a collapse
+	// (the virtual-time scenario holds 90%).
+	if rate < 0.5*limit {
+		t.Errorf("delivered %.1f/s together, want at least half the API's %g/s", rate, limit)
+	}
+}

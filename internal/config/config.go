@@ -265,6 +265,12 @@ type Global struct {
 	// budget shared by all workers through the same Redis: one bucket per
 	// key, applied after the shared budget above.
 	PerKey GlobalPerKey `yaml:"per_key" json:"per_key"`
+	// LearnAlone makes each worker learn the downstream's limit from its
+	// own answers. Default (false): with shaping.adaptive.mode auto or pid,
+	// the workers of this budget share one learned limit through the same
+	// Redis (their accepted rate is the evidence; the shared rate follows
+	// it), so together they converge to the API's limit.
+	LearnAlone bool `yaml:"learn_alone" json:"learn_alone"`
 }
 
 // GlobalPerKey is a per-key limit shared by every worker through Redis.

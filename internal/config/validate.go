@@ -285,7 +285,7 @@ func (v *validator) shaping() {
 		} else if v.c.Has("shaping.global.per_key") && (gk.Burst != 0 || v.c.Has("shaping.global.per_key.key")) {
 			v.add("shaping.global.per_key.rate", "missing: per_key settings are given without a rate")
 		}
-	} else if v.c.Has("shaping.global.rate") || v.c.Has("shaping.global.burst") || v.c.Has("shaping.global.per_key") {
+	} else if v.c.Has("shaping.global.rate") || v.c.Has("shaping.global.burst") || v.c.Has("shaping.global.per_key") || v.c.Has("shaping.global.learn_alone") {
 		v.add("shaping.global.redis_url", "missing: a global limit needs redis_url")
 	}
 	a := s.Adaptive

@@ -78,7 +78,7 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	if w.globalKeyed, err = w.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
 		return nil, err
 	}
-	sh = w.withRedis(sh)
+	sh = w.withRedis(sh, cfg.Shaping)
 	if key := cfg.Shaping.StateKey; key != "" && w.global != nil {
 		// The shaper's state in shaping.global's Redis instead of a file.
 		// Unsaved for a minute (or 8 save intervals) it expires: a worker
@@ -180,10 +180,14 @@ func (w *Worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*red
 
 // withRedis returns sh with the worker's Redis limiters, which outlive
 // reloads (a nil limiter is left out: a typed nil would not be a nil
-// interface).
-func (w *Worker) withRedis(sh pacer.Shaping) pacer.Shaping {
+// interface), and the shared budget as the board of the learned limit
+// unless s says each worker learns alone.
+func (w *Worker) withRedis(sh pacer.Shaping, s config.Shaping) pacer.Shaping {
 	if w.global != nil {
 		sh.Global = w.global
+		if sharesLimit(s) {
+			sh.LimitBoard, sh.GlobalRate = w.global, s.Global.Rate.Rate
+		}
 	}
 	if w.globalKeyed != nil {
 		sh.GlobalPerKey = w.globalKeyed
@@ -223,7 +227,7 @@ func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	sh = w.withRedis(sh)
+	sh = w.withRedis(sh, cfg.Shaping)
 	old := w.cfg.Shaping
 	for i := range cfg.Shaping.Quotas {
 		if i < len(old.Quotas) && old.Quotas[i] == cfg.Shaping.Quotas[i] {
@@ -393,6 +397,9 @@ func (w *Worker) status() any {
 	}
 	if w.global != nil {
 		c.Global = s.Global.Rate.String() + " shared as " + s.Global.Key
+		if sharesLimit(s) {
+			c.Global += ", learned limit shared"
+		}
 		v.GlobalMode = w.global.Mode().String()
 		v.Redis = map[string]GlobalStatus{"global": newGlobalStatus(w.global.Stats())}
 	}
@@ -544,4 +551,12 @@ func (h *recHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *recHandler) WithGroup(name string) slog.Handler {
 	return &recHandler{Handler: h.Handler.WithGroup(name), r: h.r}
+}
+
+// sharesLimit: the workers of shaping.global share one learned limit (the
+// auto or pid controller, a local rate, learn_alone off).
+func sharesLimit(s config.Shaping) bool {
+	m, err := pacer.ParseAdaptiveMode(s.Adaptive.Mode)
+	return err == nil && (m == pacer.AdaptiveAuto || m == pacer.AdaptivePID) &&
+		!s.Global.LearnAlone && !s.Global.RedisURL.IsZero() && !s.Rate.IsZero()
 }
