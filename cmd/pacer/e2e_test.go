@@ -13,33 +13,33 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestDemo runs `pacer demo` as the README does, shortened. It never
 // skips: every shaping the demo uses is supported, so any failure is one.
 func TestDemo(t *testing.T) {
 	chart := t.TempDir() + "/demo.png"
-	r := runBin(t, nil, "demo", "--duration", "4s", "--chart", chart, "--admin", "")
-	if r.code != 0 {
-		t.Fatalf("demo = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	r := binharness.Run(t, nil, "demo", "--duration", "4s", "--chart", chart, "--admin", "")
+	if r.Code != 0 {
+		t.Fatalf("demo = exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	for _, want := range []string{"│ lost", "│ 0 ", "envelope respected", "yes (most admitted", "chart: "} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 	// Not a terminal: plain progress lines.
-	if !strings.Contains(r.stdout, "delivered ") {
-		t.Errorf("no progress lines:\n%s", r.stdout)
+	if !strings.Contains(r.Stdout, "delivered ") {
+		t.Errorf("no progress lines:\n%s", r.Stdout)
 	}
 	if st, err := os.Stat(chart); err != nil || st.Size() < 1000 {
 		t.Errorf("chart: %v", err)
 	}
-	if r := runBin(t, nil, "demo", "--rate", "fast"); r.code != 2 {
-		t.Errorf("demo --rate fast = %d want 2 (%s)", r.code, r.stderr)
+	if r := binharness.Run(t, nil, "demo", "--rate", "fast"); r.Code != 2 {
+		t.Errorf("demo --rate fast = %d want 2 (%s)", r.Code, r.Stderr)
 	}
 }
 
@@ -107,15 +107,15 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 	url, stream, _ := setupNATS(t, n)
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
-	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "200/s"))
-	p := start(t, nil, "run", "-c", cfgPath)
+	addr := binharness.FreeAddr(t)
+	cfgPath := binharness.WriteFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "200/s"))
+	p := binharness.Start(t, nil, "run", "-c", cfgPath)
 
 	var st map[string]any
-	testkit.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
+	binharness.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
 		var err error
-		st, err = getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+		st, err = binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
 	stats := api.Stats()
 	if stats.Unique != n || stats.Throttled != 0 {
@@ -130,19 +130,19 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(runConfig(url, stream, api.URL(), addr, "50/s")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	testkit.Eventually(t, 10*time.Second, "reloaded rate in /status", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "configured_rate_per_second") == 50 && num(st, "reloads") == 1
+	p.Signal(syscall.SIGHUP)
+	binharness.Eventually(t, 10*time.Second, "reloaded rate in /status", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "configured_rate_per_second") == 50 && binharness.Num(st, "reloads") == 1
 	})
 	// A bad reload keeps the settings and says why.
 	if err := os.WriteFile(cfgPath, []byte(strings.Replace(runConfig(url, stream, api.URL(), addr, "50/s"), "burst: 20", "burst: many", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	testkit.Eventually(t, 10*time.Second, "bad reload logged", func() bool { return strings.Contains(p.logs(), "reload failed; keeping the current settings") })
-	st, _ = getStatus(addr)
-	if num(st, "engine", "configured_rate_per_second") != 50 || num(st, "reloads") != 1 {
+	p.Signal(syscall.SIGHUP)
+	binharness.Eventually(t, 10*time.Second, "bad reload logged", func() bool { return strings.Contains(p.Stderr(), "reload failed; keeping the current settings") })
+	st, _ = binharness.Status(addr)
+	if binharness.Num(st, "engine", "configured_rate_per_second") != 50 || binharness.Num(st, "reloads") != 1 {
 		t.Errorf("after a bad reload: %v", st)
 	}
 	if errs, _ := st["last_errors"].([]any); len(errs) == 0 {
@@ -158,14 +158,14 @@ func TestRunDeliversReloadsAndDrains(t *testing.T) {
 		t.Errorf("/status shows a secret: %s", raw)
 	}
 
-	if code := p.stop(t, 20*time.Second); code != 0 {
+	if code := p.Stop(t, 20*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
-	if !strings.Contains(p.logs(), "stopped cleanly") {
+	if !strings.Contains(p.Stderr(), "stopped cleanly") {
 		t.Errorf("no clean-stop log")
 	}
-	if strings.Contains(p.logs(), "SECRET") {
-		t.Errorf("debug logs show a secret:\n%s", p.logs())
+	if strings.Contains(p.Stderr(), "SECRET") {
+		t.Errorf("debug logs show a secret:\n%s", p.Stderr())
 	}
 }
 
@@ -177,12 +177,12 @@ func TestRunDrainLeavesRestForRedelivery(t *testing.T) {
 	url, stream, js := setupNATS(t, n)
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
-	cfgPath := writeFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "40/s"))
-	p := start(t, nil, "run", "-c", cfgPath)
-	testkit.Eventually(t, 20*time.Second, "some deliveries", func() bool { return api.Stats().Unique >= 30 })
-	if code := p.stop(t, 20*time.Second); code != 0 {
-		t.Fatalf("exit after SIGTERM = %d want 0\n%s", code, p.logs())
+	addr := binharness.FreeAddr(t)
+	cfgPath := binharness.WriteFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "40/s"))
+	p := binharness.Start(t, nil, "run", "-c", cfgPath)
+	binharness.Eventually(t, 20*time.Second, "some deliveries", func() bool { return api.Stats().Unique >= 30 })
+	if code := p.Stop(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit after SIGTERM = %d want 0\n%s", code, p.Stderr())
 	}
 	checkAPIEnvelope(t, api, cfgPath) // the first run (the second starts a fresh bucket)
 	first := api.Stats().Unique
@@ -203,24 +203,24 @@ func TestRunDrainLeavesRestForRedelivery(t *testing.T) {
 		t.Errorf("after the drain %d delivered and %d left in the stream: %d lost", first, left, n-first-left)
 	}
 	// A second worker picks up the rest.
-	p2 := start(t, nil, "run", "-c", cfgPath)
-	testkit.Eventually(t, 30*time.Second, "the rest delivered", func() bool { return api.Stats().Unique == n })
-	_ = p2.cmd.Process.Signal(syscall.SIGINT)
-	if code := p2.wait(t, 20*time.Second); code != 0 {
+	p2 := binharness.Start(t, nil, "run", "-c", cfgPath)
+	binharness.Eventually(t, 30*time.Second, "the rest delivered", func() bool { return api.Stats().Unique == n })
+	p2.Signal(syscall.SIGINT)
+	if code := p2.Wait(t, 20*time.Second); code != 0 {
 		t.Errorf("second run exit = %d", code)
 	}
 }
 
 func TestRunBadConfigAndRuntimeFailure(t *testing.T) {
-	bad := writeFile(t, "bad.yaml", "source:\n  type: nats\nshaping:\n  rate: 1/s\n  burts: 3\nsink:\n  type: stdout\n")
-	r := runBin(t, nil, "run", "-c", bad)
-	if r.code != 2 || !strings.Contains(r.stderr, ":5: shaping.burts: unknown field") {
-		t.Errorf("run with a bad config = %d\n%s", r.code, r.stderr)
+	bad := binharness.WriteFile(t, "bad.yaml", "source:\n  type: nats\nshaping:\n  rate: 1/s\n  burts: 3\nsink:\n  type: stdout\n")
+	r := binharness.Run(t, nil, "run", "-c", bad)
+	if r.Code != 2 || !strings.Contains(r.Stderr, ":5: shaping.burts: unknown field") {
+		t.Errorf("run with a bad config = %d\n%s", r.Code, r.Stderr)
 	}
 	// A sink that cannot be built (unwritable dead-letter file) is a runtime
 	// failure: exit 1.
 	dir := t.TempDir()
-	cfg := writeFile(t, "dl.yaml", fmt.Sprintf(`source:
+	cfg := binharness.WriteFile(t, "dl.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: nats://127.0.0.1:1
@@ -235,8 +235,8 @@ dead_letter:
 admin:
   listen: ""
 `, dir))
-	r = runBin(t, nil, "run", "-c", cfg)
-	if r.code != 1 {
-		t.Errorf("run with an unusable dead-letter path = %d want 1\n%s", r.code, r.stderr)
+	r = binharness.Run(t, nil, "run", "-c", cfg)
+	if r.Code != 1 {
+		t.Errorf("run with an unusable dead-letter path = %d want 1\n%s", r.Code, r.Stderr)
 	}
 }

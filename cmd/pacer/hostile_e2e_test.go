@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/binharness"
 )
 
 // TestHostileHeadersBinary drives `pacer run` through hostile downstream
@@ -65,8 +65,8 @@ func TestHostileHeadersBinary(t *testing.T) {
 				w.WriteHeader(200)
 			}))
 			t.Cleanup(api.Close)
-			addr := freeAddr(t)
-			cfg := writeFile(t, "c.yaml", fmt.Sprintf(`source:
+			addr := binharness.FreeAddr(t)
+			cfg := binharness.WriteFile(t, "c.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: %s
@@ -86,23 +86,23 @@ retry:
 admin:
   listen: %s
 `, url, stream, api.URL, tc.maxPause, addr))
-			p := start(t, nil, "run", "-c", cfg)
+			p := binharness.Start(t, nil, "run", "-c", cfg)
 			if tc.hup {
-				testkit.Eventually(t, 30*time.Second, "the pause shown in /status", func() bool {
-					st, err := getStatus(addr)
+				binharness.Eventually(t, 30*time.Second, "the pause shown in /status", func() bool {
+					st, err := binharness.Status(addr)
 					return err == nil && strings.Contains(fmt.Sprint(st["engine"].(map[string]any)["pause_cause"]), "Retry-After")
 				})
-				_ = p.cmd.Process.Signal(syscall.SIGHUP)
+				p.Signal(syscall.SIGHUP)
 			}
-			testkit.Eventually(t, 60*time.Second, "every message delivered", func() bool {
+			binharness.Eventually(t, 60*time.Second, "every message delivered", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(seen) == n
 			})
-			if tc.log != "" && !strings.Contains(p.logs(), tc.log) {
-				t.Errorf("logs lack %q:\n%s", tc.log, p.logs())
+			if tc.log != "" && !strings.Contains(p.Stderr(), tc.log) {
+				t.Errorf("logs lack %q:\n%s", tc.log, p.Stderr())
 			}
-			if code := p.stop(t, 30*time.Second); code != 0 {
+			if code := p.Stop(t, 30*time.Second); code != 0 {
 				t.Errorf("exit %d", code)
 			}
 		})

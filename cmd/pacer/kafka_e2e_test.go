@@ -10,9 +10,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunKafkaToHTTP: `pacer run` with a Kafka source (kfake or a real
@@ -35,8 +35,8 @@ func TestRunKafkaToHTTP(t *testing.T) {
 	}
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
-	cfg := writeFile(t, "kafka.yaml", fmt.Sprintf(`source:
+	addr := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "kafka.yaml", fmt.Sprintf(`source:
   type: kafka
   kafka:
     brokers: [%s]
@@ -54,8 +54,8 @@ admin:
   listen: %s
 drain_timeout: 5s
 `, strings.Join(brokers, ", "), topic, topic+"-g", api.URL(), addr))
-	p := start(t, nil, "run", "-c", cfg)
-	testkit.Eventually(t, 60*time.Second, "all records delivered", func() bool { return api.Stats().Unique >= n })
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 60*time.Second, "all records delivered", func() bool { return api.Stats().Unique >= n })
 	res, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ drain_timeout: 5s
 		t.Errorf("/metrics = %d", res.StatusCode)
 	}
 	checkAPIEnvelope(t, api, cfg)
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 	if st := api.Stats(); st.Unique != n {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunFindsTheAPILimit: `pacer run` with the default adaptive mode
@@ -59,20 +59,20 @@ func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string, ot
 			}
 		}()
 	}
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	cfg := strings.Replace(runConfig(url, stream, api.URL(), addr, "60/s"), "burst: 20", "burst: 20\n  peak: 120/s", 1)
-	cfgPath := writeFile(t, "run.yaml", cfg)
-	p := start(t, nil, "run", "-c", cfgPath)
+	cfgPath := binharness.WriteFile(t, "run.yaml", cfg)
+	p := binharness.Start(t, nil, "run", "-c", cfgPath)
 
 	var st map[string]any
-	testkit.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
+	binharness.Eventually(t, 30*time.Second, "all messages delivered", func() bool {
 		var err error
-		st, err = getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+		st, err = binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
 	stats := api.Stats()
 	t.Logf("API: %+v (the other client %d); engine: rate %.1f, learned %.1f (%v), since throttle %.1fs", stats, api.Others(),
-		num(st, "engine", "rate_per_second"), num(st, "engine", "learned_limit_per_second"), st["engine"].(map[string]any)["limit_source"], num(st, "engine", "seconds_since_throttle"))
+		binharness.Num(st, "engine", "rate_per_second"), binharness.Num(st, "engine", "learned_limit_per_second"), st["engine"].(map[string]any)["limit_source"], binharness.Num(st, "engine", "seconds_since_throttle"))
 	if stats.Unique != n {
 		t.Errorf("API saw %d unique requests want %d", stats.Unique, n)
 	}
@@ -88,17 +88,17 @@ func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string, ot
 	// 10/s share, 7.5 s after the last throttle, under CI load where the
 	// other client also fell behind its 10/s): the learned value is
 	// checked loosely; the 429 share above is the tight check.
-	if l := num(st, "engine", "learned_limit_per_second"); l < 0.5*left || l > 2*left {
+	if l := binharness.Num(st, "engine", "learned_limit_per_second"); l < 0.5*left || l > 2*left {
 		t.Errorf("learned limit %.1f/s, want near the %g/s the API leaves to pacer", l, left)
 	}
-	if wantSrc == "429s" && num(st, "engine", "seconds_since_throttle") < 0 {
-		t.Errorf("seconds_since_throttle %v after 429s", num(st, "engine", "seconds_since_throttle"))
+	if wantSrc == "429s" && binharness.Num(st, "engine", "seconds_since_throttle") < 0 {
+		t.Errorf("seconds_since_throttle %v after 429s", binharness.Num(st, "engine", "seconds_since_throttle"))
 	}
 	checkAPIEnvelope(t, api, cfgPath) // 60/s burst 20 peak 120/s: the ceiling adaptive control stays under
-	if code := p.stop(t, 20*time.Second); code != 0 {
+	if code := p.Stop(t, 20*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
-	if !strings.Contains(p.logs(), "pacer: downstream limit") || !strings.Contains(p.logs(), "source="+wantSrc) {
-		t.Errorf("log lacks the learned limit:\n%s", p.logs())
+	if !strings.Contains(p.Stderr(), "pacer: downstream limit") || !strings.Contains(p.Stderr(), "source="+wantSrc) {
+		t.Errorf("log lacks the learned limit:\n%s", p.Stderr())
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 func maxDeliverConfig(url, stream, api, dlq, admin string, maxDeliver int, rate string) string {
@@ -84,24 +84,24 @@ func TestMaxDeliverStopRestart(t *testing.T) {
 			api := testapi.New(testapi.Config{})
 			t.Cleanup(api.Close)
 			dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
-			addr := freeAddr(t)
-			slow := writeFile(t, "slow.yaml", maxDeliverConfig(url, stream, api.URL(), dlq, addr, md, "2/s"))
-			if r := runBin(t, nil, "validate", "-c", slow); !strings.Contains(r.stdout, "warning: source.nats.max_deliver") {
-				t.Errorf("validate does not warn about max_deliver:\n%s", r.stdout)
+			addr := binharness.FreeAddr(t)
+			slow := binharness.WriteFile(t, "slow.yaml", maxDeliverConfig(url, stream, api.URL(), dlq, addr, md, "2/s"))
+			if r := binharness.Run(t, nil, "validate", "-c", slow); !strings.Contains(r.Stdout, "warning: source.nats.max_deliver") {
+				t.Errorf("validate does not warn about max_deliver:\n%s", r.Stdout)
 			}
-			p := start(t, nil, "run", "-c", slow)
-			testkit.Eventually(t, 30*time.Second, "a few delivered", func() bool {
-				st, err := getStatus(addr)
-				return err == nil && num(st, "engine", "acked") >= 2 && num(st, "engine", "consumed") >= 10
+			p := binharness.Start(t, nil, "run", "-c", slow)
+			binharness.Eventually(t, 30*time.Second, "a few delivered", func() bool {
+				st, err := binharness.Status(addr)
+				return err == nil && binharness.Num(st, "engine", "acked") >= 2 && binharness.Num(st, "engine", "consumed") >= 10
 			})
-			if code := p.stop(t, 30*time.Second); code != 0 {
+			if code := p.Stop(t, 30*time.Second); code != 0 {
 				t.Fatalf("exit = %d", code)
 			}
 			first := distinctKeys(api.Accepted())
 			dl := deadLetterIDs(t, dlq)
 			if md == 1 {
 				if len(dl) == 0 {
-					t.Errorf("max_deliver 1: nothing dead-lettered at the stop; the held messages were handed back to be discarded\n%s", p.logs())
+					t.Errorf("max_deliver 1: nothing dead-lettered at the stop; the held messages were handed back to be discarded\n%s", p.Stderr())
 				}
 				for id, line := range dl {
 					if !strings.Contains(line, "last broker delivery") {
@@ -112,13 +112,13 @@ func TestMaxDeliverStopRestart(t *testing.T) {
 				t.Errorf("max_deliver %d: %d dead letters at the stop, want 0 (handed back)", md, len(dl))
 			}
 
-			fast := writeFile(t, "fast.yaml", maxDeliverConfig(url, stream, api.URL(), dlq, addr, md, "100/s"))
-			p2 := start(t, nil, "run", "-c", fast)
-			testkit.Eventually(t, 30*time.Second, "every message delivered or dead-lettered", func() bool {
+			fast := binharness.WriteFile(t, "fast.yaml", maxDeliverConfig(url, stream, api.URL(), dlq, addr, md, "100/s"))
+			p2 := binharness.Start(t, nil, "run", "-c", fast)
+			binharness.Eventually(t, 30*time.Second, "every message delivered or dead-lettered", func() bool {
 				return distinctKeys(api.Accepted())+len(deadLetterIDs(t, dlq)) >= n
 			})
 			time.Sleep(3 * time.Second) // an AckWait: anything redelivered would show up now
-			p2.stop(t, 30*time.Second)
+			p2.Stop(t, 30*time.Second)
 			checkAPIEnvelope(t, api, fast) // both runs: the slow one stays far inside 100/s, burst 1
 			got, dead := distinctKeys(api.Accepted()), len(deadLetterIDs(t, dlq))
 			if got+dead != n {

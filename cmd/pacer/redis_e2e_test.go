@@ -9,9 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunTwoWorkersShareRedisBudget: two `pacer run` processes share one
@@ -24,7 +24,7 @@ func TestRunTwoWorkersShareRedisBudget(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
 	cfg := func(admin string) string {
-		return writeFile(t, "w.yaml", fmt.Sprintf(`source:
+		return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: %s
@@ -48,15 +48,15 @@ admin:
 drain_timeout: 5s
 `, url, stream, rs.URL, rs.Prefix, api.URL(), admin))
 	}
-	a1, a2 := freeAddr(t), freeAddr(t)
-	p1 := start(t, nil, "run", "-c", cfg(a1))
-	p2 := start(t, nil, "run", "-c", cfg(a2))
-	testkit.Eventually(t, 60*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
-	for _, p := range []*proc{p1, p2} {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	a1, a2 := binharness.FreeAddr(t), binharness.FreeAddr(t)
+	p1 := binharness.Start(t, nil, "run", "-c", cfg(a1))
+	p2 := binharness.Start(t, nil, "run", "-c", cfg(a2))
+	binharness.Eventually(t, 60*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
+	for _, p := range []*binharness.Proc{p1, p2} {
+		p.Signal(syscall.SIGTERM)
 	}
-	for _, p := range []*proc{p1, p2} {
-		if code := p.wait(t, 20*time.Second); code != 0 {
+	for _, p := range []*binharness.Proc{p1, p2} {
+		if code := p.Wait(t, 20*time.Second); code != 0 {
 			t.Errorf("exit = %d want 0", code)
 		}
 	}
@@ -90,7 +90,7 @@ func TestRunTwoWorkersSharePerKeyBudget(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
 	cfg := func(admin string) string {
-		return writeFile(t, "w.yaml", fmt.Sprintf(`source:
+		return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: %s
@@ -118,15 +118,15 @@ drain_timeout: 2s
 `, url, stream, rs.URL, rs.Prefix, burst, api.URL(), admin))
 	}
 	began := time.Now()
-	p1 := start(t, nil, "run", "-c", cfg(freeAddr(t)))
-	p2 := start(t, nil, "run", "-c", cfg(freeAddr(t)))
-	testkit.Eventually(t, 60*time.Second, "the tenant's burst delivered", func() bool { return api.Stats().Unique >= burst })
+	p1 := binharness.Start(t, nil, "run", "-c", cfg(binharness.FreeAddr(t)))
+	p2 := binharness.Start(t, nil, "run", "-c", cfg(binharness.FreeAddr(t)))
+	binharness.Eventually(t, 60*time.Second, "the tenant's burst delivered", func() bool { return api.Stats().Unique >= burst })
 	time.Sleep(500 * time.Millisecond) // room for any excess to show
-	for _, p := range []*proc{p1, p2} {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	for _, p := range []*binharness.Proc{p1, p2} {
+		p.Signal(syscall.SIGTERM)
 	}
-	for _, p := range []*proc{p1, p2} {
-		if code := p.wait(t, 20*time.Second); code != 0 {
+	for _, p := range []*binharness.Proc{p1, p2} {
+		if code := p.Wait(t, 20*time.Second); code != 0 {
 			t.Errorf("exit = %d want 0", code)
 		}
 	}
@@ -150,7 +150,7 @@ func TestRunThreeWorkersShareLearnedLimit(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: limit, Burst: 5, Headers: testapi.HeadersNone})
 	t.Cleanup(api.Close)
 	cfg := func(admin string) string {
-		return writeFile(t, "w.yaml", fmt.Sprintf(`source:
+		return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: %s
@@ -175,20 +175,20 @@ admin:
 drain_timeout: 5s
 `, url, stream, rs.URL, rs.Prefix, api.URL(), admin))
 	}
-	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t)}
-	var ps []*proc
+	addrs := []string{binharness.FreeAddr(t), binharness.FreeAddr(t), binharness.FreeAddr(t)}
+	var ps []*binharness.Proc
 	for _, a := range addrs {
-		ps = append(ps, start(t, nil, "run", "-c", cfg(a)))
+		ps = append(ps, binharness.Start(t, nil, "run", "-c", cfg(a)))
 	}
-	testkit.Eventually(t, 90*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
+	binharness.Eventually(t, 90*time.Second, "all delivered", func() bool { return api.Stats().Unique >= n })
 	var learned []float64
 	for i, a := range addrs {
-		st, err := getStatus(a)
+		st, err := binharness.Status(a)
 		if err != nil {
 			t.Fatalf("worker %d /status: %v", i, err)
 		}
 		eng := st["engine"].(map[string]any)
-		learned = append(learned, num(st, "engine", "learned_limit_per_second"))
+		learned = append(learned, binharness.Num(st, "engine", "learned_limit_per_second"))
 		if eng["limit_shared"] != true || eng["limit_source"] != "429s" {
 			t.Errorf("worker %d: limit_shared %v, limit_source %v; want true, 429s", i, eng["limit_shared"], eng["limit_source"])
 		}
@@ -197,10 +197,10 @@ drain_timeout: 5s
 		}
 	}
 	for _, p := range ps {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.Signal(syscall.SIGTERM)
 	}
 	for _, p := range ps {
-		if code := p.wait(t, 20*time.Second); code != 0 {
+		if code := p.Wait(t, 20*time.Second); code != 0 {
 			t.Errorf("exit = %d want 0", code)
 		}
 	}

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestSecretsNeverLeaveTheProcess runs a worker whose config holds a
@@ -40,11 +38,11 @@ func TestSecretsNeverLeaveTheProcess(t *testing.T) {
 		"admin (env)":   "ADMIN-SECRET-6",
 		"literal token": "TOKEN-SECRET-7",
 	}
-	deadRedis := freeAddr(t)
-	addr := freeAddr(t)
+	deadRedis := binharness.FreeAddr(t)
+	addr := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
 	apiURL := strings.Replace(api.URL(), "http://", "http://user:PW-SECRET-1@", 1)
-	cfg := writeFile(t, "c.yaml", fmt.Sprintf(`source:
+	cfg := binharness.WriteFile(t, "c.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: %s
@@ -80,19 +78,14 @@ log:
   level: debug
 drain_timeout: 5s
 `, url, stream, deadRedis, apiURL, dlq, addr))
-	p := start(t, []string{"PACER_TEST_BEARER=BEARER-SECRET-3", "PACER_TEST_ADMIN=ADMIN-SECRET-6"}, "run", "-c", cfg)
+	p := binharness.Start(t, []string{"PACER_TEST_BEARER=BEARER-SECRET-3", "PACER_TEST_ADMIN=ADMIN-SECRET-6"}, "run", "-c", cfg)
 
 	var outputs []string
 	get := func(path string) string {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			return ""
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, body, _ := binharness.Get(addr, path)
+		return body
 	}
-	testkit.Eventually(t, 30*time.Second, "breaker open on 401", func() bool {
+	binharness.Eventually(t, 30*time.Second, "breaker open on 401", func() bool {
 		var st struct {
 			Engine struct {
 				Breaker struct{ Class string }
@@ -112,7 +105,7 @@ drain_timeout: 5s
 			t.Fatal(err)
 		}
 	}
-	testkit.Eventually(t, 60*time.Second, "delivered and dead-lettered", func() bool {
+	binharness.Eventually(t, 60*time.Second, "delivered and dead-lettered", func() bool {
 		b, _ := os.ReadFile(dlq)
 		return distinctKeys(api.Accepted()) == n && strings.Count(string(b), "\n") == 3
 	})
@@ -120,10 +113,10 @@ drain_timeout: 5s
 		outputs = append(outputs, path+": "+get(path))
 	}
 	checkEnvelopeAt(t, api, 200, 200, 0, 1) // rate 200/s, burst its default (a second's worth); the secrets live in the worker's env only
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit = %d", code)
 	}
-	logs := p.logs()
+	logs := p.Stderr()
 	outputs = append(outputs, "log: "+logs)
 	b, _ := os.ReadFile(dlq)
 	outputs = append(outputs, "dead letters: "+string(b))

@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/internal/binharness"
 )
 
 // TestSimulateRejectsHostileTraces: traces that used to panic (index out
@@ -18,28 +20,28 @@ func TestSimulateRejectsHostileTraces(t *testing.T) {
 		{"1e12 messages", "0,1e12\n", "above the limit"},
 		{"many rows of many", "0,1e7\n1,1e7\n2,1e7\n", "above the limit"},
 	} {
-		tr := writeFile(t, "t.csv", tc.trace)
-		done := make(chan result, 1)
+		tr := binharness.WriteFile(t, "t.csv", tc.trace)
+		done := make(chan binharness.Result, 1)
 		go func() {
-			done <- runBin(t, nil, "simulate", "-c", "../../configs/demo.yaml", "--trace", tr, "--out", out)
+			done <- binharness.Run(t, nil, "simulate", "-c", "../../configs/demo.yaml", "--trace", tr, "--out", out)
 		}()
-		var r result
+		var r binharness.Result
 		select {
 		case r = <-done:
 		case <-time.After(2 * time.Minute):
 			t.Fatalf("%s: simulate still running after 2 minutes", tc.name)
 		}
-		if strings.Contains(r.stderr, "panic") {
-			t.Errorf("%s: panic:\n%s", tc.name, r.stderr)
+		if strings.Contains(r.Stderr, "panic") {
+			t.Errorf("%s: panic:\n%s", tc.name, r.Stderr)
 		}
 		if tc.want == "" {
-			if r.code != 0 {
-				t.Errorf("%s: exit %d, want 0\n%s", tc.name, r.code, r.stderr)
+			if r.Code != 0 {
+				t.Errorf("%s: exit %d, want 0\n%s", tc.name, r.Code, r.Stderr)
 			}
 			continue
 		}
-		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("%s: exit %d %q, want 2 and %q", tc.name, r.code, r.stderr, tc.want)
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("%s: exit %d %q, want 2 and %q", tc.name, r.Code, r.Stderr, tc.want)
 		}
 	}
 }
@@ -47,16 +49,16 @@ func TestSimulateRejectsHostileTraces(t *testing.T) {
 // TestSimulateHonoursSignals: a long simulation stops on SIGTERM.
 func TestSimulateHonoursSignals(t *testing.T) {
 	// 20 million messages at 1/s: far more work than the test waits for.
-	cfg := writeFile(t, "slow.yaml", "source:\n  type: nats\n  nats:\n    stream: X\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n")
-	tr := writeFile(t, "big.csv", "0,1e7\n1,1e7\n")
-	p := start(t, nil, "simulate", "-c", cfg, "--trace", tr, "--out", t.TempDir())
+	cfg := binharness.WriteFile(t, "slow.yaml", "source:\n  type: nats\n  nats:\n    stream: X\nshaping:\n  rate: 1/s\nsink:\n  type: stdout\n")
+	tr := binharness.WriteFile(t, "big.csv", "0,1e7\n1,1e7\n")
+	p := binharness.Start(t, nil, "simulate", "-c", cfg, "--trace", tr, "--out", t.TempDir())
 	time.Sleep(time.Second)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	code := p.wait(t, 20*time.Second)
+	p.Signal(syscall.SIGTERM)
+	code := p.Wait(t, 20*time.Second)
 	if code == 0 {
 		t.Errorf("interrupted simulate exited 0")
 	}
-	if !strings.Contains(p.logs(), "interrupted") {
-		t.Errorf("stderr = %q, want it to say it was interrupted", p.logs())
+	if !strings.Contains(p.Stderr(), "interrupted") {
+		t.Errorf("stderr = %q, want it to say it was interrupted", p.Stderr())
 	}
 }

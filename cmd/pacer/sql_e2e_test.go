@@ -11,8 +11,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 func sqlConfig(url, stream, driver, dsn, table, admin string) string {
@@ -44,14 +44,14 @@ drain_timeout: 5s
 func runToSQL(t *testing.T, driver, sqlDriver, dsn, table string) {
 	const n = 120
 	url, stream, _ := setupNATS(t, n)
-	addr := freeAddr(t)
-	cfg := writeFile(t, "sql.yaml", sqlConfig(url, stream, driver, dsn, table, addr))
-	p := start(t, nil, "run", "-c", cfg)
-	testkit.Eventually(t, 60*time.Second, "all messages acked", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+	addr := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "sql.yaml", sqlConfig(url, stream, driver, dsn, table, addr))
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 60*time.Second, "all messages acked", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 	db, err := sql.Open(sqlDriver, dsn)

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunWaitsForTheBroker: `pacer run` started while Kafka is down (with
@@ -22,15 +19,12 @@ import (
 // it logs a clear retry message, /readyz is 503 with the reason and
 // `pacer healthcheck` exits 1; once the broker is up it delivers.
 func TestRunWaitsForTheBroker(t *testing.T) {
-	port, err := testenv.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := binharness.FreePort(t)
 	broker := fmt.Sprintf("127.0.0.1:%d", port)
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
-	cfg := writeFile(t, "kafka.yaml", fmt.Sprintf(`source:
+	addr := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "kafka.yaml", fmt.Sprintf(`source:
   type: kafka
   kafka:
     brokers: [%s]
@@ -49,25 +43,20 @@ admin:
   listen: %s
 drain_timeout: 5s
 `, broker, api.URL(), addr))
-	p := start(t, nil, "run", "-c", cfg)
-	testkit.Eventually(t, 30*time.Second, "a retry message", func() bool {
-		return strings.Contains(p.logs(), "cannot start yet: unreachable; retrying")
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 30*time.Second, "a retry message", func() bool {
+		return strings.Contains(p.Stderr(), "cannot start yet: unreachable; retrying")
 	})
-	testkit.Eventually(t, 10*time.Second, "/readyz 503 saying why", func() bool {
-		res, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode == 503 && strings.Contains(string(b), "starting")
+	binharness.Eventually(t, 10*time.Second, "/readyz 503 saying why", func() bool {
+		code, body := binharness.Readyz(addr)
+		return code == 503 && strings.Contains(body, "starting")
 	})
-	if r := runBin(t, nil, "healthcheck", "--addr", addr); r.code != 1 || !strings.Contains(r.stderr, "503") {
-		t.Errorf("healthcheck while starting = exit %d %q, want 1 and the 503", r.code, r.stderr)
+	if r := binharness.Run(t, nil, "healthcheck", "--addr", addr); r.Code != 1 || !strings.Contains(r.Stderr, "503") {
+		t.Errorf("healthcheck while starting = exit %d %q, want 1 and the 503", r.Code, r.Stderr)
 	}
 	select {
-	case <-p.done:
-		t.Fatalf("pacer exited (%d) while the broker was down:\n%s", p.code, p.logs())
+	case <-p.Done():
+		t.Fatalf("pacer exited (%d) while the broker was down:\n%s", p.Code(), p.Stderr())
 	default:
 	}
 
@@ -88,10 +77,10 @@ drain_timeout: 5s
 			t.Fatal(err)
 		}
 	}
-	testkit.Eventually(t, 90*time.Second, "delivery once the broker is up", func() bool { return api.Stats().Unique >= 5 })
-	testkit.Eventually(t, 30*time.Second, "healthcheck exit 0", func() bool { return runBin(t, nil, "healthcheck", "--addr", addr).code == 0 })
+	binharness.Eventually(t, 90*time.Second, "delivery once the broker is up", func() bool { return api.Stats().Unique >= 5 })
+	binharness.Eventually(t, 30*time.Second, "healthcheck exit 0", func() bool { return binharness.Run(t, nil, "healthcheck", "--addr", addr).Code == 0 })
 	checkAPIEnvelope(t, api, cfg)
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestStatusBacklogAndHealthcheck: a worker behind a slow rate shows its
@@ -21,42 +21,42 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 	url, stream, _ := setupNATS(t, n)
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	// Measured every second, not every 15 s.
-	cfgPath := writeFile(t, "run.yaml", strings.Replace(runConfig(url, stream, api.URL(), addr, "5/s"), "source:\n", "source:\n  backlog_interval: 1s\n", 1))
+	cfgPath := binharness.WriteFile(t, "run.yaml", strings.Replace(runConfig(url, stream, api.URL(), addr, "5/s"), "source:\n", "source:\n  backlog_interval: 1s\n", 1))
 
-	if r := runBin(t, nil, "healthcheck", "--addr", addr, "--timeout", "1s"); r.code != 1 {
-		t.Errorf("healthcheck with no worker = exit %d, want 1 (%s)", r.code, r.stderr)
+	if r := binharness.Run(t, nil, "healthcheck", "--addr", addr, "--timeout", "1s"); r.Code != 1 {
+		t.Errorf("healthcheck with no worker = exit %d, want 1 (%s)", r.Code, r.Stderr)
 	}
-	p := start(t, nil, "run", "-c", cfgPath)
-	testkit.Eventually(t, 30*time.Second, "healthcheck exit 0", func() bool {
-		return runBin(t, nil, "healthcheck", "--addr", addr).code == 0
+	p := binharness.Start(t, nil, "run", "-c", cfgPath)
+	binharness.Eventually(t, 30*time.Second, "healthcheck exit 0", func() bool {
+		return binharness.Run(t, nil, "healthcheck", "--addr", addr).Code == 0
 	})
 
 	var st map[string]any
-	testkit.Eventually(t, 30*time.Second, "a backlog in /status", func() bool {
+	binharness.Eventually(t, 30*time.Second, "a backlog in /status", func() bool {
 		var err error
-		st, err = getStatus(addr)
-		return err == nil && num(st, "backlog", "messages") > 0
+		st, err = binharness.Status(addr)
+		return err == nil && binharness.Num(st, "backlog", "messages") > 0
 	})
 	// source.backlog_interval: three distinct measurements well within
 	// the default interval of 15 s.
 	seen := map[string]bool{}
-	testkit.Eventually(t, 12*time.Second, "three backlog measurements (backlog_interval: 1s)", func() bool {
-		if s, err := getStatus(addr); err == nil {
+	binharness.Eventually(t, 12*time.Second, "three backlog measurements (backlog_interval: 1s)", func() bool {
+		if s, err := binharness.Status(addr); err == nil {
 			if b, _ := s["backlog"].(map[string]any); b != nil {
 				seen[fmt.Sprint(b["measured_at"])] = true
 			}
 		}
 		return len(seen) >= 3
 	})
-	if m := num(st, "backlog", "messages"); m > n {
+	if m := binharness.Num(st, "backlog", "messages"); m > n {
 		t.Errorf("backlog %v messages, more than the %d published", m, n)
 	}
-	if p, a, m := num(st, "backlog", "pending"), num(st, "backlog", "ack_pending"), num(st, "backlog", "messages"); p+a != m {
+	if p, a, m := binharness.Num(st, "backlog", "pending"), binharness.Num(st, "backlog", "ack_pending"), binharness.Num(st, "backlog", "messages"); p+a != m {
 		t.Errorf("pending %v + ack pending %v != messages %v", p, a, m)
 	}
-	if age := num(st, "backlog", "oldest_age_seconds"); age <= 0 {
+	if age := binharness.Num(st, "backlog", "oldest_age_seconds"); age <= 0 {
 		t.Errorf("oldest age %v, want > 0 with messages waiting", age)
 	}
 
@@ -72,19 +72,19 @@ func TestStatusBacklogAndHealthcheck(t *testing.T) {
 		}
 	}
 
-	r := runBin(t, nil, "status", "--addr", addr)
-	if r.code != 0 || !strings.Contains(r.stdout, "backlog") || !strings.Contains(r.stdout, "drains in") || !strings.Contains(r.stdout, "state") {
-		t.Errorf("status --addr = exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r := binharness.Run(t, nil, "status", "--addr", addr)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "backlog") || !strings.Contains(r.Stdout, "drains in") || !strings.Contains(r.Stdout, "state") {
+		t.Errorf("status --addr = exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	r = runBin(t, nil, "status", "-c", cfgPath)
-	if r.code != 0 || !strings.Contains(r.stdout, "backlog") || !strings.Contains(r.stdout, "at the configured rate") {
-		t.Errorf("status -c = exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	r = binharness.Run(t, nil, "status", "-c", cfgPath)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "backlog") || !strings.Contains(r.Stdout, "at the configured rate") {
+		t.Errorf("status -c = exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	if r := runBin(t, nil, "status"); r.code != 2 {
-		t.Errorf("status without --addr or -c = exit %d, want 2", r.code)
+	if r := binharness.Run(t, nil, "status"); r.Code != 2 {
+		t.Errorf("status without --addr or -c = exit %d, want 2", r.Code)
 	}
 	checkAPIEnvelope(t, api, cfgPath)
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("stop = exit %d", code)
 	}
 }

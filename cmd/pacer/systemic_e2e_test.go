@@ -15,9 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // Systemic failures (issue: "a failure that hits every message
@@ -60,24 +60,13 @@ retry:
 `, natsURL, stream, apiURL, extraSink, retry) + fmt.Sprintf(systemicTail, dlq, admin)
 }
 
-// readyz returns /readyz's status and body.
-func readyz(addr string) (int, string) {
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // checkHeldNotDrained checks the broken state: breaker open, 0 dead
 // letters (status and file), source paused for systemic_failure, /readyz
 // 503 naming the class, one ERROR line.
-func checkHeldNotDrained(t *testing.T, p *proc, addr, dlq, class string) {
+func checkHeldNotDrained(t *testing.T, p *binharness.Proc, addr, dlq, class string) {
 	t.Helper()
-	testkit.Eventually(t, 30*time.Second, "breaker open on "+class, func() bool {
-		st, err := getStatus(addr)
+	binharness.Eventually(t, 30*time.Second, "breaker open on "+class, func() bool {
+		st, err := binharness.Status(addr)
 		if err != nil {
 			return false
 		}
@@ -85,11 +74,11 @@ func checkHeldNotDrained(t *testing.T, p *proc, addr, dlq, class string) {
 		return b != nil && b["open"] == true && b["class"] == class
 	})
 	time.Sleep(2 * time.Second) // probes keep failing meanwhile: still nothing dead-lettered
-	st, err := getStatus(addr)
+	st, err := binharness.Status(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := num(st, "engine", "dead_lettered"); n != 0 {
+	if n := binharness.Num(st, "engine", "dead_lettered"); n != 0 {
 		t.Errorf("dead_lettered = %v while the pipeline is broken, want 0", n)
 	}
 	if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
@@ -100,11 +89,11 @@ func checkHeldNotDrained(t *testing.T, p *proc, addr, dlq, class string) {
 	if eng["paused"] != true || !strings.Contains(reasons, "systemic_failure") {
 		t.Errorf("paused = %v reasons %s, want paused for systemic_failure", eng["paused"], reasons)
 	}
-	if code, body := readyz(addr); code != 503 || !strings.Contains(body, "systemic failure ("+class+")") {
+	if code, body := binharness.Readyz(addr); code != 503 || !strings.Contains(body, "systemic failure ("+class+")") {
 		t.Errorf("/readyz = %d %q, want 503 naming %s", code, body, class)
 	}
-	if n := strings.Count(p.logs(), "level=ERROR"); n != 1 {
-		t.Errorf("%d ERROR lines, want 1:\n%s", n, p.logs())
+	if n := strings.Count(p.Stderr(), "level=ERROR"); n != 1 {
+		t.Errorf("%d ERROR lines, want 1:\n%s", n, p.Stderr())
 	}
 }
 
@@ -115,24 +104,24 @@ func TestSystemicHTTP401(t *testing.T) {
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
 	api.SetFailure(testapi.FailStatus(401))
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
-	cfg := writeFile(t, "c.yaml", systemicHTTPConfig(url, stream, api.URL(), "", "  max_attempts: 3", dlq, addr))
-	p := start(t, nil, "run", "-c", cfg)
+	cfg := binharness.WriteFile(t, "c.yaml", systemicHTTPConfig(url, stream, api.URL(), "", "  max_attempts: 3", dlq, addr))
+	p := binharness.Start(t, nil, "run", "-c", cfg)
 	checkHeldNotDrained(t, p, addr, dlq, "http 401")
 
 	api.SetFailure(testapi.FailNone)
-	testkit.Eventually(t, 60*time.Second, "every message delivered after the token is fixed", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+	binharness.Eventually(t, 60*time.Second, "every message delivered after the token is fixed", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
-	if code, _ := readyz(addr); code != 200 {
+	if code, _ := binharness.Readyz(addr); code != 200 {
 		t.Errorf("/readyz = %d after the fix, want 200", code)
 	}
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit = %d", code)
 	}
-	if n := strings.Count(p.logs(), "level=ERROR"); n != 1 {
+	if n := strings.Count(p.Stderr(), "level=ERROR"); n != 1 {
 		t.Errorf("%d ERROR lines, want 1", n)
 	}
 	if c := distinctKeys(api.Accepted()); c != n {
@@ -147,22 +136,22 @@ func TestSystemicTemplateError(t *testing.T) {
 	url, stream, _ := setupNATS(t, n)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
-	bad := writeFile(t, "bad.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Valeu}}}'`, "  max_attempts: 3", dlq, addr))
-	p := start(t, nil, "run", "-c", bad)
+	bad := binharness.WriteFile(t, "bad.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Valeu}}}'`, "  max_attempts: 3", dlq, addr))
+	p := binharness.Start(t, nil, "run", "-c", bad)
 	checkHeldNotDrained(t, p, addr, dlq, "render template")
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit = %d", code)
 	}
 
-	good := writeFile(t, "good.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Value}}}'`, "  max_attempts: 3", dlq, addr))
-	p2 := start(t, nil, "run", "-c", good)
-	testkit.Eventually(t, 60*time.Second, "every message delivered after the fix", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+	good := binharness.WriteFile(t, "good.yaml", systemicHTTPConfig(url, stream, api.URL(), `    body: '{"v": {{.Value}}}'`, "  max_attempts: 3", dlq, addr))
+	p2 := binharness.Start(t, nil, "run", "-c", good)
+	binharness.Eventually(t, 60*time.Second, "every message delivered after the fix", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
-	p2.stop(t, 30*time.Second)
+	p2.Stop(t, 30*time.Second)
 	if c := distinctKeys(api.Accepted()); c != n {
 		t.Errorf("API accepted %d distinct, want %d", c, n)
 	}
@@ -181,24 +170,24 @@ func TestSystemicRefusedConnection(t *testing.T) {
 	t.Cleanup(api.Close)
 	proxy := testenv.NewTCPProxy(t, strings.TrimPrefix(api.URL(), "http://"))
 	proxy.Stop()
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
-	cfg := writeFile(t, "c.yaml", systemicHTTPConfig(url, stream, "http://"+proxy.Addr(), "",
+	cfg := binharness.WriteFile(t, "c.yaml", systemicHTTPConfig(url, stream, "http://"+proxy.Addr(), "",
 		"  max_attempts: 5\n  initial_backoff: 10ms\n  max_backoff: 50ms", dlq, addr))
-	p := start(t, nil, "run", "-c", cfg)
+	p := binharness.Start(t, nil, "run", "-c", cfg)
 	checkHeldNotDrained(t, p, addr, dlq, "http connect")
-	if !strings.Contains(p.logs(), "retry burst") {
-		t.Errorf("no WARN about the retries:\n%s", p.logs())
+	if !strings.Contains(p.Stderr(), "retry burst") {
+		t.Errorf("no WARN about the retries:\n%s", p.Stderr())
 	}
 
 	if err := proxy.Start(); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 60*time.Second, "every message delivered once the API is back", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+	binharness.Eventually(t, 60*time.Second, "every message delivered once the API is back", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
-	p.stop(t, 30*time.Second)
+	p.Stop(t, 30*time.Second)
 	if c := distinctKeys(api.Accepted()); c != n {
 		t.Errorf("API accepted %d distinct, want %d", c, n)
 	}
@@ -220,9 +209,9 @@ func TestSystemicPostgresRenamedTable(t *testing.T) {
 		_, _ = db.Exec(`DROP TABLE IF EXISTS "` + table + `_moved"`)
 		db.Close()
 	})
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
-	cfg := writeFile(t, "c.yaml", fmt.Sprintf(`source:
+	cfg := binharness.WriteFile(t, "c.yaml", fmt.Sprintf(`source:
   type: nats
   nats:
     url: %s
@@ -241,10 +230,10 @@ sink:
 retry:
   max_attempts: 3
 `, url, stream, dsn, table)+fmt.Sprintf(systemicTail, dlq, addr))
-	p := start(t, nil, "run", "-c", cfg)
-	testkit.Eventually(t, 60*time.Second, "the first messages acked", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 60*time.Second, "the first messages acked", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
 	if _, err := db.Exec(`ALTER TABLE "` + table + `" RENAME TO "` + table + `_moved"`); err != nil {
 		t.Fatal(err)
@@ -259,11 +248,11 @@ retry:
 	if _, err := db.Exec(`ALTER TABLE "` + table + `_moved" RENAME TO "` + table + `"`); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 60*time.Second, "every message delivered once the table is back", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == 2*n
+	binharness.Eventually(t, 60*time.Second, "every message delivered once the table is back", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == 2*n
 	})
-	p.stop(t, 30*time.Second)
+	p.Stop(t, 30*time.Second)
 	var rows, distinct int
 	if err := db.QueryRow(`SELECT count(*), count(DISTINCT message_id) FROM "`+table+`"`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
@@ -295,34 +284,34 @@ func TestSystemicClearedByOperator(t *testing.T) {
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
 	api.SetFailure(testapi.FailStatus(401))
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
 	text := systemicHTTPConfig(url, stream, api.URL(), "", "  max_attempts: 3", dlq, addr)
 	text = strings.Replace(text, "  probe_initial: 200ms\n  probe_max: 1s\n", "  probe_initial: 1h\n  probe_max: 1h\n", 1)
 	text = strings.Replace(text, "admin:\n", "admin:\n  token_env: PACER_TEST_ADMIN_TOKEN\n", 1)
-	cfg := writeFile(t, "c.yaml", text)
-	p := start(t, []string{"PACER_TEST_ADMIN_TOKEN=op-token"}, "run", "-c", cfg)
+	cfg := binharness.WriteFile(t, "c.yaml", text)
+	p := binharness.Start(t, []string{"PACER_TEST_ADMIN_TOKEN=op-token"}, "run", "-c", cfg)
 	breaker := func() map[string]any {
-		st, err := getStatus(addr)
+		st, err := binharness.Status(addr)
 		if err != nil {
 			return nil
 		}
 		b, _ := st["engine"].(map[string]any)["breaker"].(map[string]any)
 		return b
 	}
-	testkit.Eventually(t, 30*time.Second, "breaker open on http 401", func() bool {
+	binharness.Eventually(t, 30*time.Second, "breaker open on http 401", func() bool {
 		b := breaker()
 		return b != nil && b["open"] == true
 	})
 
 	// SIGHUP while still broken: cleared, then tripped again.
-	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	testkit.Eventually(t, 30*time.Second, "reset by SIGHUP, tripped again", func() bool {
+	p.Signal(syscall.SIGHUP)
+	binharness.Eventually(t, 30*time.Second, "reset by SIGHUP, tripped again", func() bool {
 		b := breaker()
 		return b != nil && b["resets"] == float64(1) && b["trips"] == float64(2) && b["open"] == true
 	})
-	if !strings.Contains(p.logs(), "cleared by the operator") {
-		t.Errorf("no log line for the SIGHUP reset:\n%s", p.logs())
+	if !strings.Contains(p.Stderr(), "cleared by the operator") {
+		t.Errorf("no log line for the SIGHUP reset:\n%s", p.Stderr())
 	}
 
 	// Fixed API, POST /resume with the token: everything goes out now,
@@ -348,16 +337,16 @@ func TestSystemicClearedByOperator(t *testing.T) {
 	if code, body := post("op-token"); code != 200 || !strings.Contains(body, `"breaker":true`) {
 		t.Errorf("POST /resume = %d %q, want 200 with breaker cleared", code, body)
 	}
-	testkit.Eventually(t, 60*time.Second, "every message delivered after the resume", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == n
+	binharness.Eventually(t, 60*time.Second, "every message delivered after the resume", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
-	st, _ := getStatus(addr)
-	if d := num(st, "engine", "dead_lettered"); d != 0 {
+	st, _ := binharness.Status(addr)
+	if d := binharness.Num(st, "engine", "dead_lettered"); d != 0 {
 		t.Errorf("dead_lettered = %v, want 0", d)
 	}
 	checkAPIEnvelope(t, api, cfg)
-	if code := p.stop(t, 30*time.Second); code != 0 {
+	if code := p.Stop(t, 30*time.Second); code != 0 {
 		t.Errorf("exit = %d", code)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
 // TestRunTraces: `pacer run` with telemetry.tracing on, a NATS message
@@ -58,24 +58,24 @@ func TestRunTraces(t *testing.T) {
 
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	addr := freeAddr(t)
+	addr := binharness.FreeAddr(t)
 	cfg := runConfig(url, stream, api.URL(), addr, "100/s") + `telemetry:
   tracing:
     enabled: true
     protocol: http/protobuf
     endpoint: ` + otlp.URL + "\n"
-	cfgPath := writeFile(t, "traced.yaml", cfg)
-	p := start(t, nil, "run", "-c", cfgPath)
-	testkit.Eventually(t, 30*time.Second, "message delivered", func() bool {
-		st, err := getStatus(addr)
-		return err == nil && num(st, "engine", "acked") == 1
+	cfgPath := binharness.WriteFile(t, "traced.yaml", cfg)
+	p := binharness.Start(t, nil, "run", "-c", cfgPath)
+	binharness.Eventually(t, 30*time.Second, "message delivered", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "acked") == 1
 	})
 	if tp := api.Accepted()[0].Header.Get("Traceparent"); !strings.HasPrefix(tp, "00-"+traceID+"-") {
 		t.Errorf("API got traceparent %q, want one in trace %s", tp, traceID)
 	}
 	checkAPIEnvelope(t, api, cfgPath)
-	if code := p.stop(t, 20*time.Second); code != 0 {
-		t.Fatalf("exit after SIGTERM = %d\n%s", code, p.logs())
+	if code := p.Stop(t, 20*time.Second); code != 0 {
+		t.Fatalf("exit after SIGTERM = %d\n%s", code, p.Stderr())
 	}
 	mu.Lock()
 	defer mu.Unlock()
