@@ -94,3 +94,37 @@ func TestWindowEdgeRolling(t *testing.T) {
 		})
 	}
 }
+
+// A token bucket API (50/s, burst 10) refuses a rate above its limit only
+// once its burst is spent, so what it accepted before a throttle is the
+// rate in force, not its limit: 5% off per throttle would take four
+// throttles and ten seconds. What it accepted before its first throttle
+// bounds its burst, and the time from the end of a wait to the next
+// throttle then bounds the limit from below: the second throttle lands
+// near 50, not at 54.
+func TestLimitFinderBurstBoundsTheLimit(t *testing.T) {
+	const limit, burst = 50.0, 10.0
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	// Start-up: the full burst at 200/s; the API takes its burst and what
+	// it refills, then refuses (65 ms in).
+	deliverAt(f, clk.Now(), clk.Add(65*time.Millisecond), burst/0.065+limit)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if !f.weak || f.firstBurst < burst || f.firstBurst > 2*burst {
+		t.Fatalf("first throttle: weak %v, burst bound %.1f; want a guess and a bound near %g", f.weak, f.firstBurst, burst)
+	}
+	clk.Add(time.Second)
+	// After the wait the API's bucket is full: sending at the rate r, it
+	// refuses after burst/(r-limit).
+	r := f.rate
+	took := time.Duration(burst / (r - limit) * float64(time.Second))
+	deliverAt(f, clk.Now(), clk.Add(took), r)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	t.Logf("rate %.1f refused after %v: limit %.1f, rate %.1f (5%% off would be %.1f)", r, took, f.limit, f.rate, 0.95*r)
+	if f.limit < 0.9*limit || f.limit > 1.06*limit {
+		t.Errorf("second throttle: limit %.1f, want within [%.0f, %.0f]", f.limit, 0.9*limit, 1.06*limit)
+	}
+	if f.rate > limit {
+		t.Errorf("second throttle: rate %.1f, want at most the API's %g", f.rate, limit)
+	}
+}

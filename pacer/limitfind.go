@@ -45,6 +45,7 @@ const (
 	lfHeadroom   = 0.95 // cruise at this share of the measured limit
 	lfBackoff    = 0.6  // decrease when the evidence is too short to measure
 	lfProbeGain  = 1.25 // probe rate over the learned limit
+	lfProbeMin   = 1.2  // and at least this, bisecting
 	lfProbeLen   = time.Second
 	lfProbeFirst = 15 * time.Second // first probe after a throttle
 	lfProbeWeak  = 2 * time.Second  // first probe after a guess (no measurement)
@@ -52,6 +53,7 @@ const (
 	lfEpisode    = 500 * time.Millisecond
 	lfCycle      = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare = 0.05            // burst after a throttle: 50ms worth of the rate
+	lfBurstFloor = 0.85            // the burst-corrected bound takes at most 15% off
 )
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
@@ -119,8 +121,14 @@ type limitFinder struct {
 	upper    float64   // a rate known to be too high (a failed probe; 0 none)
 
 	afterClean bool // the current streak of throttles followed a clean cruise
+	passes     int  // probes passed in a row
 
 	share *lfShare // the group's board (nil: this worker learns alone; see limitshare.go)
+
+	// firstBurst is what the downstream accepted before its first
+	// throttle, when that came within lfMinActive of the start: an upper
+	// bound on its burst (0: unknown).
+	firstBurst float64
 }
 
 type lfSlotCount struct {
@@ -240,10 +248,12 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	if f.upper == 0 || f.rate < f.upper {
 		f.upper = f.rate
 	}
+	climbed := f.probing && f.passes > 0
 	if f.probing {
 		f.probing = false
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
 	}
+	f.passes = 0
 	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
 		// The advertised budget drives the rate; a throttle only brings
 		// the burst down.
@@ -253,6 +263,10 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	var lim float64
 	f.weak = false
 	switch {
+	case climbed:
+		// Probes passed in a row (the limit rose) until this one: the
+		// limit is between the last that passed and this one.
+		lim = math.Sqrt(f.limit * f.upper)
 	case (wasProbing || f.following(now)) && f.limit > 0:
 		// The probe found the ceiling: the limit it started from holds.
 		lim = f.limit
@@ -285,12 +299,33 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		if a := f.active(end.Add(-time.Second), end); a >= lfSecActive {
 			sec = float64(f.count(end.Add(-time.Second), end))
 		}
+		// Sending at the rate from the end of a wait until this throttle,
+		// the downstream took what its burst held (at most firstBurst) and
+		// what it refilled: over act, rate*act <= burst + limit*act, so the
+		// limit is at least rate - firstBurst/act, and below the rate it
+		// refused. Taken between the two (and at most 15% down), a token
+		// bucket's limit is found in one or two throttles, not 5% per
+		// throttle. Not where the last second shows a quota (a window API:
+		// sec below the rate is the better measure).
+		burstLo := 0.0
+		if f.firstBurst > 0 && !prevGate.IsZero() && !from.After(prevGate) && act >= lfMinActive && sec >= 0.97*f.rate {
+			if b := f.rate - f.firstBurst/act.Seconds(); b > 0 {
+				burstLo = max(math.Sqrt(b*f.rate), lfBurstFloor*f.rate)
+			}
+		}
 		switch {
+		case burstLo > 0 && lo > 0 && lo < f.rate:
+			lim = min(max(burstLo, math.Sqrt(lo*f.rate)), m, f.rate)
 		case lo > 0 && lo < f.rate:
 			lim = math.Sqrt(lo * f.rate)
 		case act < lfMinActive:
 			lim = f.rate * lfBackoff
 			f.weak = true
+			if f.throts == 1 && prevEpisode.IsZero() {
+				f.firstBurst = float64(f.count(f.start, end))
+			}
+		case burstLo > 0:
+			lim = min(burstLo, m, f.rate)
 		default:
 			lim = min(m, f.rate, max(sec, f.rate*lfBackoff))
 		}
@@ -411,6 +446,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 				f.upper = 0
 			}
 			f.probeEvery = lfProbeFirst
+			f.passes++
 			f.nextProbe = now.Add(lfProbeLen)
 		} else {
 			f.nextProbe = now.Add(f.probeEvery) // app-limited: no evidence
@@ -435,8 +471,9 @@ func (f *limitFinder) tick(now time.Time) bool {
 	f.probeStart = now
 	f.probeRate = f.clamp(f.limit * lfProbeGain)
 	if f.upper > f.limit {
-		// Bisect between what holds and what was refused.
-		f.probeRate = f.clamp(min(f.probeRate, (f.limit+f.upper)/2))
+		// Bisect between what holds and what was refused, but never by
+		// less than a step a downstream's burst would not hide.
+		f.probeRate = f.clamp(max(min(f.probeRate, (f.limit+f.upper)/2), f.limit*lfProbeMin))
 	}
 	f.rate = f.probeRate
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(lfProbeLen)})
