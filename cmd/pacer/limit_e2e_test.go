@@ -102,3 +102,55 @@ func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string, ot
 		t.Errorf("log lacks the learned limit:\n%s", p.Stderr())
 	}
 }
+
+// TestRunFollowsALimitChange (issue 11, scenario 4 through the binary):
+// `pacer run` configured at 60/s in front of an API advertising its budget
+// (token bucket with rate-limit headers) whose limit goes 20 -> 8 -> 30/s
+// every 6 s. In the seconds after each change settles, the delivered rate
+// is near the new limit, and the API sees few 429s. Real time on a shared
+// machine: the bounds are looser (25%) than the virtual-time scenario's
+// 10%, which runs in ./pacer.
+func TestRunFollowsALimitChange(t *testing.T) {
+	const step = 6 * time.Second
+	const n = 20*6 + 8*6 + 30*8
+	url, stream, _ := setupNATS(t, n)
+	api := testapi.New(testapi.Config{Rate: 20, Burst: 5, Headers: testapi.HeadersAll})
+	t.Cleanup(api.Close)
+	addr := binharness.FreeAddr(t)
+	cfgPath := binharness.WriteFile(t, "run.yaml", runConfig(url, stream, api.URL(), addr, "60/s"))
+	p := binharness.Start(t, nil, "run", "-c", cfgPath)
+	binharness.Eventually(t, 30*time.Second, "the first delivery", func() bool { return api.Stats().Accepted > 0 })
+	start := time.Now()
+	time.Sleep(time.Until(start.Add(step)))
+	api.SetRate(8, 5)
+	time.Sleep(time.Until(start.Add(2 * step)))
+	api.SetRate(30, 5)
+	binharness.Eventually(t, 60*time.Second, "all messages delivered", func() bool { return api.Stats().Unique >= n })
+	if code := p.Stop(t, 20*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d want 0", code)
+	}
+	rateIn := func(from, to time.Duration) float64 {
+		k := 0
+		for _, r := range api.Accepted() {
+			if at := r.Time.Sub(start); at >= from && at < to {
+				k++
+			}
+		}
+		return float64(k) / (to - from).Seconds()
+	}
+	st := api.Stats()
+	ratio := float64(st.Throttled) / float64(st.Accepted+st.Throttled)
+	got := []float64{rateIn(2*time.Second, step), rateIn(step+2*time.Second, 2*step), rateIn(2*step+2*time.Second, 3*step)}
+	t.Logf("limit 20 -> 8 -> 30/s every %v: delivered %.1f / %.1f / %.1f /s from 2 s after each change; 429s %d (%.1f%%)", step, got[0], got[1], got[2], st.Throttled, 100*ratio)
+	for i, limit := range []float64{20, 8, 30} {
+		if got[i] < 0.75*limit || got[i] > 1.25*limit {
+			t.Errorf("limit %g/s: delivered %.1f/s from 2 s after the change, want within 25%%", limit, got[i])
+		}
+	}
+	if st.Unique != n {
+		t.Errorf("API saw %d unique requests want %d", st.Unique, n)
+	}
+	if ratio > 0.05 {
+		t.Errorf("429s %.1f%% of requests: want at most 5%% with the budget advertised", 100*ratio)
+	}
+}
