@@ -515,3 +515,11 @@ func parent(p string) string {
 	}
 	return ""
 }
+
+// SharesLearnedLimit reports whether the workers of shaping.global share one
+// learned limit of the downstream: the auto or pid controller under a
+// configured rate, with learn_alone off.
+func (s Shaping) SharesLearnedLimit() bool {
+	return (s.Adaptive.Mode == "auto" || s.Adaptive.Mode == "pid") &&
+		!s.Global.LearnAlone && !s.Global.RedisURL.IsZero() && !s.Rate.IsZero()
+}

@@ -255,6 +255,7 @@ func TestValidateCombinations(t *testing.T) {
 		{"global per_key bad key", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      rate: 5/s\n      key: tenant", 1), "shaping.global.per_key.key", "want"},
 		{"global per_key keyed apart", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  per_key:\n    rate: 5/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      rate: 5/s\n      key: header:tenant", 1), "shaping.global.per_key.key", "differs"},
 		{"global per_key without rate", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s\n    per_key:\n      burst: 5", 1), "shaping.global.per_key.rate", "missing"},
+		{"learn_alone without url", strings.Replace(minimal, "rate: 100/s", "rate: 100/s\n  global:\n    learn_alone: true", 1), "shaping.global.redis_url", "missing"},
 		{"backoff upside down", minimal + "retry:\n  initial_backoff: 2s\n  max_backoff: 1s\n", "retry.max_backoff", "below"},
 		{"bad level", minimal + "log:\n  level: loud\n", "log.level", `"loud" is not one of`},
 	} {
@@ -438,5 +439,35 @@ func TestGlobalPerKeyParses(t *testing.T) {
 	}
 	if s := c.Summary(); !strings.Contains(s, "5/s per header:tenant shared through Redis") {
 		t.Errorf("summary %q does not mention the shared per-key limit", s)
+	}
+}
+
+// The workers of shaping.global share one learned limit by default (the
+// auto or pid controller); learn_alone, adaptive off or aimd, or no global
+// budget turn it off, and the summary says which.
+func TestSharesLearnedLimit(t *testing.T) {
+	global := "rate: 100/s\n  global:\n    redis_url: redis://r:6379/0\n    rate: 50/s"
+	for _, tc := range []struct {
+		name, extra string
+		want        bool
+	}{
+		{"default auto", "", true},
+		{"pid", "\n  adaptive:\n    mode: pid", true},
+		{"learn alone", "\n    learn_alone: true", false},
+		{"aimd", "\n  adaptive:\n    mode: aimd", false},
+		{"off", "\n  adaptive:\n    mode: \"off\"", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, strings.Replace(minimal, "rate: 100/s", global+tc.extra, 1), nil)
+			if got := c.Shaping.SharesLearnedLimit(); got != tc.want {
+				t.Errorf("SharesLearnedLimit = %v want %v", got, tc.want)
+			}
+			if said := strings.Contains(c.Summary(), "together with every worker of that budget"); said != (tc.want && c.Shaping.Adaptive.Mode == "auto") {
+				t.Errorf("summary says sharing: %v, want %v:\n%s", said, tc.want, c.Summary())
+			}
+		})
+	}
+	if mustParse(t, minimal, nil).Shaping.SharesLearnedLimit() {
+		t.Error("SharesLearnedLimit without a global budget")
 	}
 }

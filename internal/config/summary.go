@@ -93,6 +93,9 @@ func (c *Config) Summary() string {
 	s.scheduleSummary(&b)
 	if s.Adaptive.Mode == "auto" {
 		fmt.Fprintf(&b, ", finding the downstream's real limit under %s (its rate-limit headers, else what it accepts before a 429)", s.Rate)
+		if s.SharesLearnedLimit() {
+			b.WriteString(" together with every worker of that budget")
+		}
 	} else if s.Adaptive.Mode != "off" {
 		floor := s.Adaptive.Min.String()
 		if s.Adaptive.Min.IsZero() {

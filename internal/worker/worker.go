@@ -185,7 +185,7 @@ func (w *Worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*red
 func (w *Worker) withRedis(sh pacer.Shaping, s config.Shaping) pacer.Shaping {
 	if w.global != nil {
 		sh.Global = w.global
-		if sharesLimit(s) {
+		if s.SharesLearnedLimit() {
 			sh.LimitBoard, sh.GlobalRate = w.global, s.Global.Rate.Rate
 		}
 	}
@@ -397,7 +397,7 @@ func (w *Worker) status() any {
 	}
 	if w.global != nil {
 		c.Global = s.Global.Rate.String() + " shared as " + s.Global.Key
-		if sharesLimit(s) {
+		if s.SharesLearnedLimit() {
 			c.Global += ", learned limit shared"
 		}
 		v.GlobalMode = w.global.Mode().String()
@@ -551,12 +551,4 @@ func (h *recHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *recHandler) WithGroup(name string) slog.Handler {
 	return &recHandler{Handler: h.Handler.WithGroup(name), r: h.r}
-}
-
-// sharesLimit: the workers of shaping.global share one learned limit (the
-// auto or pid controller, a local rate, learn_alone off).
-func sharesLimit(s config.Shaping) bool {
-	m, err := pacer.ParseAdaptiveMode(s.Adaptive.Mode)
-	return err == nil && (m == pacer.AdaptiveAuto || m == pacer.AdaptivePID) &&
-		!s.Global.LearnAlone && !s.Global.RedisURL.IsZero() && !s.Rate.IsZero()
 }
