@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -42,18 +43,18 @@ func backlogRun(t *testing.T, url string, n int) int64 {
 	t.Logf("published %d messages in %v", n, time.Since(start).Round(time.Millisecond))
 	api := testapi.New(testapi.Config{MaxRecords: 10000})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
-	cfg := writeFile(t, "backlog.yaml", natsConfig(url, stream, api.URL(), admin, `rate: 100/s
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "backlog.yaml", natsConfig(url, stream, api.URL(), admin, `rate: 100/s
 burst: 10
 queue_size: 100
 max_in_flight: 4`, ""))
 	w := startWorker(t, cfg, admin)
 	wa := watch(t, w)
-	eventually(t, 30*time.Second, "deliveries started", func() bool { return api.Stats().Unique >= 10 })
+	binharness.Eventually(t, 30*time.Second, "deliveries started", func() bool { return api.Stats().Unique >= 10 })
 	time.Sleep(4 * time.Second) // a steady stretch over the backlog
 	st, _ := w.status()
-	rss := w.peakRSS()
-	if code := w.stop(t); code != 0 {
+	rss := w.PeakRSS()
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 100, 10, 0, jitterSlack(100))

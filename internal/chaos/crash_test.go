@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/sources/kafka"
@@ -43,12 +44,12 @@ func crashLoop(t *testing.T, api *testapi.Server, cfgPath string, n, kills int, 
 		restarted := time.Now()
 		// Wait for the restarted worker to make progress, then kill it at a
 		// random moment 0-800ms later.
-		eventually(t, 60*time.Second, "progress after a restart", func() bool {
+		binharness.Eventually(t, 60*time.Second, "progress after a restart", func() bool {
 			return count(api.Accepted()).unique > before || before >= n
 		})
 		recoveries = append(recoveries, time.Since(restarted))
 		time.Sleep(time.Duration(rnd.IntN(800)) * time.Millisecond)
-		w.kill()
+		w.Kill()
 		tl := count(api.Accepted())
 		t.Logf("kill %d at %s (restarted at %s): unique %d/%d, repeats so far %d", k+1, time.Now().Format("15:04:05.000"),
 			restarted.Format("15:04:05.000"), tl.unique, n, tl.dups)
@@ -58,10 +59,10 @@ func crashLoop(t *testing.T, api *testapi.Server, cfgPath string, n, kills int, 
 		}
 	}
 	w := startWorker(t, cfgPath, "")
-	eventually(t, 120*time.Second, "every message accepted after the last restart", func() bool {
+	binharness.Eventually(t, 120*time.Second, "every message accepted after the last restart", func() bool {
 		return count(api.Accepted()).unique >= n
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("final SIGTERM: exit %d want 0", code)
 	}
 	return recoveries
@@ -88,7 +89,7 @@ func TestCrashNATS(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, crashMessages)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", crashShapingState(t.TempDir()), ""))
+	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", crashShapingState(t.TempDir()), ""))
 	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 1)
 	t.Logf("time to first delivery after each restart: %v", rec)
 	checkCrashOutcome(t, api, crashMessages, crashKills, crashInFlight+50)
@@ -115,7 +116,7 @@ func TestCrashKafka(t *testing.T) {
 	// A static member (instance_id): the restarted worker takes the dead
 	// one's partitions at once instead of waiting out its 10 s session, so
 	// the five kills fall within ~10 s.
-	cfg := writeFile(t, "kafka.yaml", strings.Replace(kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", crashShapingState(t.TempDir()), ""),
+	cfg := binharness.WriteFile(t, "kafka.yaml", strings.Replace(kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", crashShapingState(t.TempDir()), ""),
 		"initial_offset: oldest", "initial_offset: oldest\n    instance_id: crash-worker", 1))
 	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 2)
 	t.Logf("time to first delivery after each restart: %v", rec)

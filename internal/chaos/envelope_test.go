@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -71,19 +72,19 @@ func TestKillRestartEnvelopeNATS(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, envMessages)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", envShaping(t.TempDir()), ""))
+	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", envShaping(t.TempDir()), ""))
 
 	w := startWorker(t, cfg, "")
-	eventually(t, 60*time.Second, "the first deliveries", func() bool {
+	binharness.Eventually(t, 60*time.Second, "the first deliveries", func() bool {
 		return count(api.Accepted()).unique >= envKillAfter
 	})
-	w.kill()
+	w.Kill()
 	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
 	w = startWorker(t, cfg, "")
-	eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
 		return count(api.Accepted()).unique >= envMessages
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, envRate, envBurst, envPeak, 2)
@@ -114,15 +115,15 @@ func TestKillRestartKafkaDefaults(t *testing.T) {
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
 	shaping := "rate: 100/s\nburst: 50\npeak: 200/s\nstate_dir: " + t.TempDir()
-	cfg := writeFile(t, "kafka.yaml", strings.Replace(kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", shaping, ""),
+	cfg := binharness.WriteFile(t, "kafka.yaml", strings.Replace(kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), "", shaping, ""),
 		"initial_offset: oldest", "initial_offset: oldest\n    instance_id: kill-worker", 1))
 	w := startWorker(t, cfg, "")
-	eventually(t, 60*time.Second, "the first deliveries", func() bool { return count(api.Accepted()).unique >= killAfter })
-	w.kill()
+	binharness.Eventually(t, 60*time.Second, "the first deliveries", func() bool { return count(api.Accepted()).unique >= killAfter })
+	w.Kill()
 	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
 	w = startWorker(t, cfg, "")
-	eventually(t, 60*time.Second, "every message accepted after the restart", func() bool { return count(api.Accepted()).unique >= n })
-	if code := w.stop(t); code != 0 {
+	binharness.Eventually(t, 60*time.Second, "every message accepted after the restart", func() bool { return count(api.Accepted()).unique >= n })
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	tl := count(api.Accepted())
@@ -162,12 +163,12 @@ func TestWireEnvelopeBinaryNATS(t *testing.T) {
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
 	shaping := fmt.Sprintf("rate: %d/s\nburst: %d\nmax_in_flight: 16\nqueue_size: 1000", rate, burst)
-	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", shaping, ""))
+	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", shaping, ""))
 	w := startWorker(t, cfg, "")
-	eventually(t, 120*time.Second, "every message accepted", func() bool {
+	binharness.Eventually(t, 120*time.Second, "every message accepted", func() bool {
 		return count(api.Accepted()).unique >= n
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	ts := api.Arrivals()
@@ -197,22 +198,22 @@ global:
   key: %schaos-state
   rate: 1000/s
   burst: 100`, envRate, envBurst, envPeak, rs.URL, rs.Prefix)
-	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", shaping, ""))
+	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", shaping, ""))
 	w := startWorker(t, cfg, "")
-	eventually(t, 60*time.Second, "the first deliveries", func() bool {
+	binharness.Eventually(t, 60*time.Second, "the first deliveries", func() bool {
 		return count(api.Accepted()).unique >= envKillAfter
 	})
-	w.kill()
+	w.Kill()
 	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
 	w = startWorker(t, cfg, "")
-	eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
 		return count(api.Accepted()).unique >= envMessages
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
-	if !strings.Contains(w.logs(), "restored after a crash") {
-		t.Errorf("the restarted worker did not restore the state from Redis; its log:\n%s", tail(w.logs(), 2000))
+	if !strings.Contains(w.Output(), "restored after a crash") {
+		t.Errorf("the restarted worker did not restore the state from Redis; its log:\n%s", binharness.Tail(w.Output(), 2000))
 	}
 	// The token bucket is what the saved state protects. The peak is only
 	// logged: with a global stage the first admissions of a process wait

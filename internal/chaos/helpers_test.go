@@ -1,21 +1,14 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,33 +16,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
-// pacerBin is the pacer binary, built once by TestMain.
-var pacerBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pacer-chaos-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pacerBin = filepath.Join(dir, "pacer")
-	build := exec.Command("go", "build", "-o", pacerBin, "github.com/pacer-dev/pacer/cmd/pacer")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "chaos: building pacer:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain removes the binary binharness builds for the suite.
+func TestMain(m *testing.M) { os.Exit(binharness.Main(m)) }
 
 // seed returns the scenario's random seed: PACER_CHAOS_SEED when set (to
 // replay a failure), else a fixed per-test value. It is logged.
@@ -68,138 +42,16 @@ func seed(t *testing.T, def uint64) *rand.Rand {
 // full reports whether PACER_CHAOS_FULL asks for full-size runs.
 func full() bool { return os.Getenv("PACER_CHAOS_FULL") != "" }
 
-// worker is one pacer subprocess.
+// worker is one `pacer run` subprocess with its admin listener's address.
 type worker struct {
-	cmd   *exec.Cmd
+	*binharness.Proc
 	admin string
-	done  chan struct{}
-	code  int
-	// ended is set before the suite itself kills or stops the worker; a
-	// worker that exits without it died on its own.
-	ended atomic.Bool
-
-	mu  sync.Mutex
-	out bytes.Buffer // stdout and stderr together
-}
-
-func (w *worker) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.out.Write(b)
-}
-
-// logs is everything the worker printed so far.
-func (w *worker) logs() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.out.String()
 }
 
 // startWorker runs `pacer run -c cfgPath` with the admin listener on admin.
 func startWorker(t *testing.T, cfgPath, admin string, env ...string) *worker {
 	t.Helper()
-	w := &worker{cmd: exec.Command(pacerBin, "run", "-c", cfgPath), admin: admin, done: make(chan struct{})}
-	w.cmd.Dir = t.TempDir() // files a worker writes by default stay out of the tree
-	w.cmd.Env = append(os.Environ(), env...)
-	w.cmd.Stdout, w.cmd.Stderr = w, w
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := w.cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); ok {
-			w.code = ee.ExitCode()
-		}
-		close(w.done)
-	}()
-	workersMu.Lock()
-	workers[t.Name()] = append(workers[t.Name()], w)
-	workersMu.Unlock()
-	t.Cleanup(func() {
-		workersMu.Lock()
-		delete(workers, t.Name())
-		workersMu.Unlock()
-		w.kill()
-		if t.Failed() {
-			t.Logf("pacer (pid %d) output, last 4000 bytes:\n%s", w.cmd.Process.Pid, tail(w.logs(), 4000))
-		}
-	})
-	return w
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// exited reports whether the process has ended.
-func (w *worker) exited() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// workers are the running workers of each test, by test name, so that
-// eventually can fail at once when one of them dies on its own.
-var (
-	workersMu sync.Mutex
-	workers   = map[string][]*worker{}
-)
-
-// died returns a worker of t that exited without being told to.
-func died(t *testing.T) *worker {
-	workersMu.Lock()
-	defer workersMu.Unlock()
-	for _, w := range workers[t.Name()] {
-		if w.exited() && !w.ended.Load() {
-			return w
-		}
-	}
-	return nil
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (w *worker) kill() {
-	w.ended.Store(true)
-	if !w.exited() {
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-	}
-	<-w.done
-}
-
-// stop sends SIGTERM and waits (bounded) for a clean exit.
-func (w *worker) stop(t *testing.T) int {
-	t.Helper()
-	w.ended.Store(true)
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-w.done:
-		return w.code
-	case <-time.After(60 * time.Second):
-		t.Fatalf("pacer did not stop within 60s of SIGTERM")
-		return -1
-	}
-}
-
-// peakRSS is the process's peak resident set (VmHWM) in bytes, 0 if unknown
-// (the process ended, or no /proc).
-func (w *worker) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
+	return &worker{binharness.Start(t, env, "run", "-c", cfgPath), admin}
 }
 
 // status is the part of /status the suite reads.
@@ -207,51 +59,10 @@ type status struct {
 	Engine pacer.Status `json:"engine"`
 }
 
-var statusClient = &http.Client{Timeout: 2 * time.Second}
-
 // status reads /status; ok is false while the listener is not up.
 func (w *worker) status() (status, bool) {
 	var st status
-	res, err := statusClient.Get("http://" + w.admin + "/status")
-	if err != nil {
-		return st, false
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return st, false
-	}
-	return st, json.NewDecoder(res.Body).Decode(&st) == nil
-}
-
-// eventually is testkit.Eventually that also fails at once, with the
-// worker's output, when a pacer started by this test exited on its own.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, d, what, func() bool {
-		if w := died(t); w != nil {
-			t.Fatalf("waiting for %s: pacer (pid %d) exited on its own with code %d:\n%s", what, w.cmd.Process.Pid, w.code, tail(w.logs(), 4000))
-		}
-		return cond()
-	})
-}
-
-// freeAddr is a free 127.0.0.1 host:port.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	p, err := testenv.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", p)
-}
-
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return st, binharness.GetStatus(w.admin, &st) == nil
 }
 
 // body is the JSON value of message n; seq parses it back.
@@ -337,7 +148,7 @@ func fillNATS(t *testing.T, url string, js jetstream.JetStream, stream, subject 
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the stream holding every message", func() bool {
+	binharness.Eventually(t, 60*time.Second, "the stream holding every message", func() bool {
 		info, err := s.Info(ctx)
 		return err == nil && info.State.Msgs >= uint64(n)
 	})
@@ -517,5 +328,3 @@ func indent(s string) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
-
-var _ = io.Discard

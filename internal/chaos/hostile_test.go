@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -78,18 +79,18 @@ func TestHostileHTTP(t *testing.T) {
 	}
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
+	admin := binharness.FreeAddr(t)
 	dlq := filepath.Join(t.TempDir(), "dlq.jsonl")
 	cfg := kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, "rate: 100/s\nburst: 10\nqueue_size: 10\nmax_in_flight: 2",
 		"dead_letter:\n  type: file\n  path: "+dlq+"\n")
 	cfg = strings.Replace(cfg, "    timeout: 5s\n", "    timeout: 5s\n    headers:\n      X-Tenant: '{{index .Headers \"tenant\"}}'\n", 1)
-	w := startWorker(t, writeFile(t, "hostile.yaml", cfg), admin)
-	eventually(t, 30*time.Second, "every message settled", func() bool {
+	w := startWorker(t, binharness.WriteFile(t, "hostile.yaml", cfg), admin)
+	binharness.Eventually(t, 30*time.Second, "every message settled", func() bool {
 		st, ok := w.status()
 		return ok && st.Engine.Acked+st.Engine.Terminated >= uint64(len(values))
 	})
 	st, _ := w.status()
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 100, 10, 0, jitterSlack(100))
@@ -157,16 +158,16 @@ func hostileSQL(t *testing.T, driver, goDriver, dsn string) {
 		_, _ = db.Exec(`DROP TABLE IF EXISTS "` + table + `"`)
 		db.Close()
 	})
-	admin := freeAddr(t)
+	admin := binharness.FreeAddr(t)
 	cfg := natsConfig(url, stream, "http://unused", admin, "rate: 100/s\nburst: 10\nqueue_size: 10\nmax_in_flight: 2", "")
 	cfg = strings.Replace(cfg, "  type: http\n  http:\n    url: http://unused/chaos\n    timeout: 5s\n",
 		fmt.Sprintf("  type: sql\n  sql:\n    driver: %s\n    dsn: %q\n    table: %s\n    create_table: true\n", driver, dsn, table), 1)
-	w := startWorker(t, writeFile(t, "sql.yaml", cfg), admin)
-	eventually(t, 30*time.Second, "every row acked", func() bool {
+	w := startWorker(t, binharness.WriteFile(t, "sql.yaml", cfg), admin)
+	binharness.Eventually(t, 30*time.Second, "every row acked", func() bool {
 		st, ok := w.status()
 		return ok && st.Engine.Acked >= uint64(len(want))
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	rows, err := db.Query(`SELECT payload FROM "` + table + `"`)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -20,15 +21,15 @@ func TestSinkOutage(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, n)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
-	cfg := writeFile(t, "outage.yaml", natsConfig(url, stream, api.URL(), admin, `rate: 200/s
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "outage.yaml", natsConfig(url, stream, api.URL(), admin, `rate: 200/s
 burst: 20
 queue_size: 100
 max_in_flight: 4`, ""))
 	w := startWorker(t, cfg, admin)
 	wa := watch(t, w)
 
-	eventually(t, 30*time.Second, "300 accepted before the outage", func() bool { return api.Stats().Unique >= 300 })
+	binharness.Eventually(t, 30*time.Second, "300 accepted before the outage", func() bool { return api.Stats().Unique >= 300 })
 	outage := time.Now()
 	api.SetFailure(testapi.Fail503)
 	time.Sleep(5 * time.Second) // the outage itself, not a logic wait
@@ -37,7 +38,7 @@ max_in_flight: 4`, ""))
 	api.SetFailure(testapi.FailNone)
 	recovered := time.Now()
 	during := api.Stats().Failed
-	eventually(t, 60*time.Second, "every message accepted after the outage", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every message accepted after the outage", func() bool {
 		return count(api.Accepted()).unique >= n
 	})
 	tl := count(api.Accepted())
@@ -51,7 +52,7 @@ max_in_flight: 4`, ""))
 			after = append(after, r.Time)
 		}
 	}
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	wa.end()
@@ -80,8 +81,8 @@ func TestSlowSink(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, n)
 	api := testapi.New(testapi.Config{Latency: 50 * time.Millisecond})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
-	cfg := writeFile(t, "slow.yaml", natsConfig(url, stream, api.URL(), admin, `rate: 20/s
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "slow.yaml", natsConfig(url, stream, api.URL(), admin, `rate: 20/s
 burst: 5
 queue_size: 10
 max_in_flight: 4
@@ -91,12 +92,12 @@ adaptive:
   interval: 500ms`, ""))
 	w := startWorker(t, cfg, admin)
 	wa := watch(t, w)
-	eventually(t, 30*time.Second, "10 accepted at normal latency", func() bool { return api.Stats().Unique >= 10 })
+	binharness.Eventually(t, 30*time.Second, "10 accepted at normal latency", func() bool { return api.Stats().Unique >= 10 })
 	api.SetLatency(2 * time.Second)
-	eventually(t, 90*time.Second, "every message accepted at 2s latency", func() bool {
+	binharness.Eventually(t, 90*time.Second, "every message accepted at 2s latency", func() bool {
 		return count(api.Accepted()).unique >= n
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	wa.end()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -64,22 +65,22 @@ func TestPoisonKafkaFile(t *testing.T) {
 	api.RejectBodyContaining(`"poison"`, 400)
 	clean := wantClean(n)
 
-	admin := freeAddr(t)
+	admin := binharness.FreeAddr(t)
 	dlq := `dead_letter:
   type: file
   path: %s
 `
-	cfg1 := writeFile(t, "full.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, poisonShaping, fmt.Sprintf(dlq, "/dev/full")))
+	cfg1 := binharness.WriteFile(t, "full.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, poisonShaping, fmt.Sprintf(dlq, "/dev/full")))
 	w := startWorker(t, cfg1, admin)
-	eventually(t, 60*time.Second, "every clean message accepted while dead letters fail", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every clean message accepted while dead letters fail", func() bool {
 		return count(api.Accepted()).unique >= clean
 	})
-	eventually(t, 30*time.Second, "failed dead-letter writes counted", func() bool {
+	binharness.Eventually(t, 30*time.Second, "failed dead-letter writes counted", func() bool {
 		st, ok := w.status()
 		return ok && st.Engine.DeadLetterFailed >= 1
 	})
 	st, _ := w.status()
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("first run SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 1000, 50, 0, jitterSlack(1000)) // the first run (the second starts a fresh bucket)
@@ -89,14 +90,14 @@ func TestPoisonKafkaFile(t *testing.T) {
 	t.Logf("first run: %d clean accepted, dead-letter writes failed %d times, acked %d", count(api.Accepted()).unique, st.Engine.DeadLetterFailed, st.Engine.Acked)
 
 	file := filepath.Join(t.TempDir(), "dlq.jsonl")
-	cfg2 := writeFile(t, "file.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, poisonShaping, fmt.Sprintf(dlq, file)))
+	cfg2 := binharness.WriteFile(t, "file.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, poisonShaping, fmt.Sprintf(dlq, file)))
 	w2 := startWorker(t, cfg2, admin)
 	var got map[int]string
-	eventually(t, 60*time.Second, "every poison message in the dead-letter file", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every poison message in the dead-letter file", func() bool {
 		got = readDeadLetterFile(t, file)
 		return len(got) >= n/poisonEvery
 	})
-	if code := w2.stop(t); code != 0 {
+	if code := w2.Stop(t, time.Minute); code != 0 {
 		t.Errorf("second run SIGTERM: exit %d want 0", code)
 	}
 	for i := range n {
@@ -162,13 +163,13 @@ func TestPoisonNATSSubject(t *testing.T) {
 	clean := wantClean(n)
 	dlqSubject := "dlq." + stream
 
-	admin := freeAddr(t)
-	cfg := writeFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), admin, poisonShaping, "dead_letter:\n  type: subject\n  subject: "+dlqSubject+"\n"))
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), admin, poisonShaping, "dead_letter:\n  type: subject\n  subject: "+dlqSubject+"\n"))
 	w := startWorker(t, cfg, admin)
-	eventually(t, 60*time.Second, "every clean message accepted while dead letters fail", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every clean message accepted while dead letters fail", func() bool {
 		return count(api.Accepted()).unique >= clean
 	})
-	eventually(t, 30*time.Second, "failed dead-letter writes", func() bool {
+	binharness.Eventually(t, 30*time.Second, "failed dead-letter writes", func() bool {
 		st, ok := w.status()
 		return ok && st.Engine.DeadLetterFailed >= 1
 	})
@@ -186,11 +187,11 @@ func TestPoisonNATSSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), dstream) })
-	eventually(t, 60*time.Second, "every poison message terminated after its dead letter", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every poison message terminated after its dead letter", func() bool {
 		st, ok := w.status()
 		return ok && st.Engine.Terminated >= uint64(n/poisonEvery)
 	})
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 1000, 50, 0, jitterSlack(1000))

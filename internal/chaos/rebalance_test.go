@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -33,9 +34,9 @@ func TestRebalance(t *testing.T) {
 burst: 30
 queue_size: 100
 max_in_flight: 4`
-	adminA, adminB := freeAddr(t), freeAddr(t)
-	cfgA := writeFile(t, "a.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminA, shaping, ""))
-	cfgB := writeFile(t, "b.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminB, shaping, ""))
+	adminA, adminB := binharness.FreeAddr(t), binharness.FreeAddr(t)
+	cfgA := binharness.WriteFile(t, "a.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminA, shaping, ""))
+	cfgB := binharness.WriteFile(t, "b.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminB, shaping, ""))
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers()...))
 	if err != nil {
@@ -79,27 +80,27 @@ max_in_flight: 4`
 	}()
 
 	a := startWorker(t, cfgA, adminA)
-	eventually(t, 60*time.Second, "500 accepted by the first worker", func() bool { return count(api.Accepted()).unique >= 500 })
+	binharness.Eventually(t, 60*time.Second, "500 accepted by the first worker", func() bool { return count(api.Accepted()).unique >= 500 })
 	b := startWorker(t, cfgB, adminB)
-	eventually(t, 60*time.Second, "the second worker delivering", func() bool {
+	binharness.Eventually(t, 60*time.Second, "the second worker delivering", func() bool {
 		st, ok := b.status()
 		return ok && st.Engine.Delivered >= 50
 	})
 	joined := count(api.Accepted()).unique
-	eventually(t, 60*time.Second, "600 more accepted by the two workers", func() bool {
+	binharness.Eventually(t, 60*time.Second, "600 more accepted by the two workers", func() bool {
 		return count(api.Accepted()).unique >= min(n, joined+600)
 	})
-	if code := b.stop(t); code != 0 {
+	if code := b.Stop(t, time.Minute); code != 0 {
 		t.Errorf("second worker SIGTERM: exit %d want 0", code)
 	}
 	left := count(api.Accepted()).unique
-	eventually(t, 90*time.Second, "every message accepted after the second worker left", func() bool {
+	binharness.Eventually(t, 90*time.Second, "every message accepted after the second worker left", func() bool {
 		return count(api.Accepted()).unique >= n
 	})
 	time.Sleep(1500 * time.Millisecond) // one more commit interval, sampled
 	close(stop)
 	<-sampled
-	if code := a.stop(t); code != 0 {
+	if code := a.Stop(t, time.Minute); code != 0 {
 		t.Errorf("first worker SIGTERM: exit %d want 0", code)
 	}
 	tl := count(api.Accepted())

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -30,8 +31,8 @@ func TestRedisOutage(t *testing.T) {
 			publishNATS(t, js, stream+".in", 0, n)
 			api := testapi.New(testapi.Config{})
 			t.Cleanup(api.Close)
-			admin := freeAddr(t)
-			cfg := writeFile(t, "redis.yaml", natsConfig(nurl, stream, api.URL(), admin, `rate: 500/s
+			admin := binharness.FreeAddr(t)
+			cfg := binharness.WriteFile(t, "redis.yaml", natsConfig(nurl, stream, api.URL(), admin, `rate: 500/s
 burst: 20
 queue_size: 50
 max_in_flight: 4
@@ -52,7 +53,7 @@ global:
 				}
 				return st.Engine.Admitted
 			}
-			eventually(t, 30*time.Second, "50 admitted through Redis", func() bool { return admitted() >= 50 })
+			binharness.Eventually(t, 30*time.Second, "50 admitted through Redis", func() bool { return admitted() >= 50 })
 			proxy.Stop()
 			time.Sleep(500 * time.Millisecond) // leases held and calls in flight run out
 			a0 := admitted()
@@ -62,7 +63,7 @@ global:
 				t.Fatal(err)
 			}
 			back := time.Now()
-			eventually(t, 30*time.Second, "admissions after Redis came back", func() bool { return admitted() >= a1+20 })
+			binharness.Eventually(t, 30*time.Second, "admissions after Redis came back", func() bool { return admitted() >= a1+20 })
 			rec := time.Since(back)
 			during := a1 - a0
 			switch policy {
@@ -77,7 +78,7 @@ global:
 					t.Errorf("fail-closed admitted %d during the outage; want 0", during)
 				}
 			}
-			if code := w.stop(t); code != 0 {
+			if code := w.Stop(t, time.Minute); code != 0 {
 				t.Errorf("SIGTERM: exit %d want 0", code)
 			}
 			checkArrivals(t, api, 500, 20, 0, jitterSlack(500)) // the local bucket holds whatever Redis does

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -24,7 +25,7 @@ max_in_flight: 4`
 // was accepted. The caller's n counts both halves.
 func brokerOutage(t *testing.T, api *testapi.Server, n int, down, up, more func()) time.Duration {
 	t.Helper()
-	eventually(t, 60*time.Second, "200 accepted before the broker goes away", func() bool { return count(api.Accepted()).unique >= 200 })
+	binharness.Eventually(t, 60*time.Second, "200 accepted before the broker goes away", func() bool { return count(api.Accepted()).unique >= 200 })
 	down()
 	time.Sleep(3 * time.Second) // the outage itself
 	// What the client had buffered before the cut may still be draining
@@ -33,11 +34,11 @@ func brokerOutage(t *testing.T, api *testapi.Server, n int, down, up, more func(
 	up()
 	back := time.Now()
 	more()
-	eventually(t, 90*time.Second, "progress after the broker came back", func() bool {
+	binharness.Eventually(t, 90*time.Second, "progress after the broker came back", func() bool {
 		return count(api.Accepted()).unique > before
 	})
 	recovery := time.Since(back)
-	eventually(t, 90*time.Second, "every message accepted after the restart", func() bool {
+	binharness.Eventually(t, 90*time.Second, "every message accepted after the restart", func() bool {
 		return count(api.Accepted()).unique >= n
 	})
 	return recovery
@@ -51,15 +52,15 @@ func TestBrokerRestartNATS(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, half)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
-	cfg := writeFile(t, "nats.yaml", natsConfig(srv.URL(), stream, api.URL(), admin, restartShaping, ""))
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(srv.URL(), stream, api.URL(), admin, restartShaping, ""))
 	w := startWorker(t, cfg, admin)
 	rec := brokerOutage(t, api, n, srv.Shutdown, func() {
 		if err := srv.Restart(); err != nil {
 			t.Fatalf("restart: %v", err)
 		}
 	}, func() { publishNATS(t, js, stream+".in", half, n) })
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	tl := count(api.Accepted())
@@ -78,15 +79,15 @@ func TestBrokerRestartKafka(t *testing.T) {
 	produceKafka(t, k.Brokers(), topic, 0, half)
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
-	cfg := writeFile(t, "kafka.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, restartShaping, ""))
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "kafka.yaml", kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admin, restartShaping, ""))
 	w := startWorker(t, cfg, admin)
 	rec := brokerOutage(t, api, n, k.Stop, func() {
 		if err := k.Restart(); err != nil {
 			t.Fatalf("restart: %v", err)
 		}
 	}, func() { produceKafka(t, k.Brokers(), topic, half, n) })
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	tl := count(api.Accepted())

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -40,16 +41,16 @@ func scaleRolling(t *testing.T, api *testapi.Server, cfgs, admins [3]string) {
 	}
 	start := time.Now()
 	ws[0] = startWorker(t, cfgs[0], admins[0])
-	eventually(t, 60*time.Second, "100 accepted from the first worker", func() bool { return count(api.Accepted()).unique >= 100 })
+	binharness.Eventually(t, 60*time.Second, "100 accepted from the first worker", func() bool { return count(api.Accepted()).unique >= 100 })
 	ws[1] = startWorker(t, cfgs[1], admins[1])
 	ws[2] = startWorker(t, cfgs[2], admins[2])
 	for i := 1; i < 3; i++ {
-		eventually(t, 60*time.Second, fmt.Sprintf("worker %d delivering after the scale-up", i), func() bool { return delivered(i) >= 10 })
+		binharness.Eventually(t, 60*time.Second, fmt.Sprintf("worker %d delivering after the scale-up", i), func() bool { return delivered(i) >= 10 })
 	}
 	scaled := count(api.Accepted())
 	t.Logf("scale-up 1 -> 3 done at %d unique accepted, %d repeats, %v", scaled.unique, scaled.dups, time.Since(start).Round(time.Millisecond))
 	for i := range 3 {
-		if code := ws[i].stop(t); code != 0 {
+		if code := ws[i].Stop(t, time.Minute); code != 0 {
 			t.Errorf("worker %d SIGTERM: exit %d want 0", i, code)
 		}
 		ws[i] = startWorker(t, cfgs[i], admins[i])
@@ -57,7 +58,7 @@ func scaleRolling(t *testing.T, api *testapi.Server, cfgs, admins [3]string) {
 		// its peers already drained (each partition drains at its owner's
 		// pace): then it has nothing to deliver, and the wait ends when the
 		// whole backlog is at the API.
-		eventually(t, 60*time.Second, fmt.Sprintf("worker %d delivering after its restart (or the backlog drained)", i), func() bool {
+		binharness.Eventually(t, 60*time.Second, fmt.Sprintf("worker %d delivering after its restart (or the backlog drained)", i), func() bool {
 			return delivered(i) >= 10 || count(api.Accepted()).unique >= scaleMessages
 		})
 		tl := count(api.Accepted())
@@ -67,9 +68,9 @@ func scaleRolling(t *testing.T, api *testapi.Server, cfgs, admins [3]string) {
 	if rolled >= scaleMessages {
 		t.Logf("the backlog drained before the rolling restart ended (%d messages)", scaleMessages)
 	}
-	eventually(t, 120*time.Second, "every message accepted", func() bool { return count(api.Accepted()).unique >= scaleMessages })
+	binharness.Eventually(t, 120*time.Second, "every message accepted", func() bool { return count(api.Accepted()).unique >= scaleMessages })
 	for i := range 3 {
-		if code := ws[i].stop(t); code != 0 {
+		if code := ws[i].Stop(t, time.Minute); code != 0 {
 			t.Errorf("worker %d final SIGTERM: exit %d want 0", i, code)
 		}
 	}
@@ -96,8 +97,8 @@ func TestScaleUpRollingRestartKafka(t *testing.T) {
 	t.Cleanup(api.Close)
 	var cfgs, admins [3]string
 	for i := range 3 {
-		admins[i] = freeAddr(t)
-		cfgs[i] = writeFile(t, fmt.Sprintf("w%d.yaml", i), kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admins[i], scaleShaping, ""))
+		admins[i] = binharness.FreeAddr(t)
+		cfgs[i] = binharness.WriteFile(t, fmt.Sprintf("w%d.yaml", i), kafkaConfig(k.Brokers(), topic, topic+"-g", api.URL(), admins[i], scaleShaping, ""))
 	}
 	scaleRolling(t, api, cfgs, admins)
 }
@@ -112,8 +113,8 @@ func TestScaleUpRollingRestartNATS(t *testing.T) {
 	t.Cleanup(api.Close)
 	var cfgs, admins [3]string
 	for i := range 3 {
-		admins[i] = freeAddr(t)
-		cfgs[i] = writeFile(t, fmt.Sprintf("w%d.yaml", i), natsConfig(url, stream, api.URL(), admins[i], scaleShaping, ""))
+		admins[i] = binharness.FreeAddr(t)
+		cfgs[i] = binharness.WriteFile(t, fmt.Sprintf("w%d.yaml", i), natsConfig(url, stream, api.URL(), admins[i], scaleShaping, ""))
 	}
 	scaleRolling(t, api, cfgs, admins)
 }

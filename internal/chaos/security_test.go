@@ -3,11 +3,11 @@ package chaos
 import (
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
@@ -45,8 +45,8 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	api.FailNext(testapi.Fail503, 3)
 	api.FailNext(testapi.FailDrop, 1)
 	api.RejectBodyContaining(`"n":7}`, 400)
-	admin := freeAddr(t)
-	deadRedis := freeAddr(t) // nothing listens there
+	admin := binharness.FreeAddr(t)
+	deadRedis := binharness.FreeAddr(t) // nothing listens there
 	cfg := natsConfig(url, stream, api.URL(), admin, `rate: 200/s
 burst: 20
 queue_size: 20
@@ -60,10 +60,10 @@ global:
 	cfg = strings.Replace(cfg, "    consumer: pacer\n", "    consumer: pacer\n    auth:\n      token: "+secretNATS+"\n", 1)
 	cfg = strings.Replace(cfg, "admin:\n", "admin:\n  token_env: CHAOS_ADMIN_TOKEN\n", 1)
 	cfg = strings.Replace(cfg, "level: info", "level: debug", 1)
-	cfgPath := writeFile(t, "secrets.yaml", cfg)
+	cfgPath := binharness.WriteFile(t, "secrets.yaml", cfg)
 
 	w := startWorker(t, cfgPath, admin, "CHAOS_ADMIN_TOKEN="+secretAdmin)
-	eventually(t, 60*time.Second, "every message settled", func() bool {
+	binharness.Eventually(t, 60*time.Second, "every message settled", func() bool {
 		st, ok := w.status()
 		return ok && st.Engine.Acked+st.Engine.Terminated >= n
 	})
@@ -116,13 +116,13 @@ global:
 		t.Errorf("PUT /rate with the token = %d want 2xx", c)
 	}
 	get("/status")
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 200, 20, 0, jitterSlack(200)) // PUT /rate lowers it to 150/s
-	out, _ := exec.Command(pacerBin, "validate", "-c", cfgPath).CombinedOutput()
-	seen.WriteString("\n--- pacer validate\n" + string(out))
-	seen.WriteString("\n--- worker output\n" + w.logs())
+	out := binharness.Run(t, nil, "validate", "-c", cfgPath).Output
+	seen.WriteString("\n--- pacer validate\n" + out)
+	seen.WriteString("\n--- worker output\n" + w.Output())
 
 	all := seen.String()
 	for _, s := range secrets {
@@ -130,7 +130,7 @@ global:
 			t.Errorf("secret %q printed: ...%s...", s, all[max(0, i-200):min(len(all), i+len(s)+50)])
 		}
 	}
-	if !strings.Contains(w.logs(), "level=DEBUG") || !strings.Contains(strings.ToLower(w.logs()), "redis") {
+	if !strings.Contains(w.Output(), "level=DEBUG") || !strings.Contains(strings.ToLower(w.Output()), "redis") {
 		t.Errorf("the worker did not log at debug or never mentioned Redis: the search proves little")
 	}
 	t.Logf("RESULT secrets: %d secrets, %d bytes of output/status/metrics/validate searched, none found", len(secrets), len(all))
@@ -146,16 +146,16 @@ func TestTLSInsecureWarns(t *testing.T) {
 	publishNATS(t, js, stream+".in", 0, 5)
 	api := testapi.New(testapi.Config{TLS: true})
 	t.Cleanup(api.Close)
-	admin := freeAddr(t)
+	admin := binharness.FreeAddr(t)
 	cfg := natsConfig(url, stream, api.URL(), admin, "rate: 100/s", "")
 	cfg = strings.Replace(cfg, "    timeout: 5s\n", "    timeout: 5s\n    tls:\n      enabled: true\n      insecure_skip_verify: true\n", 1)
-	w := startWorker(t, writeFile(t, "insecure.yaml", cfg), admin)
-	eventually(t, 30*time.Second, "delivered over TLS without verification", func() bool { return api.Stats().Unique >= 5 })
-	if code := w.stop(t); code != 0 {
+	w := startWorker(t, binharness.WriteFile(t, "insecure.yaml", cfg), admin)
+	binharness.Eventually(t, 30*time.Second, "delivered over TLS without verification", func() bool { return api.Stats().Unique >= 5 })
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 100, 100, 0, jitterSlack(100))
-	logs := strings.ToLower(w.logs())
+	logs := strings.ToLower(w.Output())
 	warned := false
 	for _, l := range strings.Split(logs, "\n") {
 		if strings.Contains(l, "level=warn") && (strings.Contains(l, "insecure") || strings.Contains(l, "verif")) {
@@ -163,7 +163,7 @@ func TestTLSInsecureWarns(t *testing.T) {
 		}
 	}
 	if !warned {
-		t.Errorf("sink.http.tls.insecure_skip_verify: true logged no warning (cmd/pacer wiring / sinks/http); output:\n%s", w.logs())
+		t.Errorf("sink.http.tls.insecure_skip_verify: true logged no warning (cmd/pacer wiring / sinks/http); output:\n%s", w.Output())
 	}
 }
 
@@ -180,14 +180,14 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 	api := testapi.New(testapi.Config{})
 	t.Cleanup(api.Close)
 	api.RejectBodyContaining(`"n":7}`, 400)
-	admin := freeAddr(t)
-	cfgPath := writeFile(t, "none.yaml", natsConfig(url, stream, api.URL(), admin, "rate: 100/s", "dead_letter:\n  type: none\n"))
-	out, _ := exec.Command(pacerBin, "validate", "-c", cfgPath).CombinedOutput()
-	if !strings.Contains(string(out), "dropping rejected messages") {
+	admin := binharness.FreeAddr(t)
+	cfgPath := binharness.WriteFile(t, "none.yaml", natsConfig(url, stream, api.URL(), admin, "rate: 100/s", "dead_letter:\n  type: none\n"))
+	out := binharness.Run(t, nil, "validate", "-c", cfgPath).Output
+	if !strings.Contains(out, "dropping rejected messages") {
 		t.Logf("pacer validate no longer promises to drop rejected messages:\n%s", out)
 	}
 	w := startWorker(t, cfgPath, admin)
-	eventually(t, 30*time.Second, "the 19 good messages delivered", func() bool { return api.Stats().Unique >= n-1 })
+	binharness.Eventually(t, 30*time.Second, "the 19 good messages delivered", func() bool { return api.Stats().Unique >= n-1 })
 	settled := false
 	deadline := time.Now().Add(8 * time.Second)
 	var st status
@@ -196,7 +196,7 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 		settled = st.Engine.Acked+st.Engine.Terminated >= n
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code := w.stop(t); code != 0 {
+	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
 	checkArrivals(t, api, 100, 100, 0, jitterSlack(100))
