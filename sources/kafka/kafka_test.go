@@ -80,47 +80,6 @@ func TestInFlightCapPerPartition(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "more after settling", func() bool { return count() > len(batch) })
 }
 
-// TestBrokerRestart: the in-process broker goes down mid-stream and comes
-// back with its data; every message is delivered and acked.
-func TestBrokerRestart(t *testing.T) {
-	k := testenv.StartKafkaInProcess(t)
-	brokers := k.Brokers()
-	topic := testenv.UniqueName(t, "rst")
-	createTopic(t, brokers, topic, 2)
-	if err := produce(brokers, topic, recs("a", 50)); err != nil {
-		t.Fatal(err)
-	}
-	s, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
-		mu.Lock()
-		seen[string(m.Value)] = true
-		mu.Unlock()
-		return m.Acker.Ack(ctx)
-	})
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	testkit.Eventually(t, 30*time.Second, "the first 50", func() bool { return count() >= 50 })
-	if err := k.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	var perr error
-	for range 100 { // the producer may race the broker's return
-		if perr = produce(brokers, topic, recs("b", 50)); perr == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	testkit.Eventually(t, 30*time.Second, "all 100 after the restart", func() bool { return count() >= 100 })
-}
-
 func TestDeadLetter(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	topic := testenv.UniqueName(t, "dlq")

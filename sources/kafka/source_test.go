@@ -93,5 +93,12 @@ func TestConformance(t *testing.T) {
 			NakRedeliversLive: true, // while the partition stays claimed
 		},
 		Setup: func(t *testing.T) sourcetest.Env { return kafkaEnv(t, brokers) },
+		// An in-process broker of the test's own, restarted with its data.
+		SetupRestartable: func(t *testing.T) sourcetest.Env {
+			k := testenv.StartKafkaInProcess(t)
+			env := kafkaEnv(t, k.Brokers())
+			env.RestartBroker = k.Restart
+			return env
+		},
 	})
 }

@@ -105,6 +105,13 @@ func TestConformance(t *testing.T) {
 			NakRedeliversLive: true,
 		},
 		Setup: func(t *testing.T) sourcetest.Env { return natsEnv(t, url) },
+		// An in-process server of the test's own, restarted with its data.
+		SetupRestartable: func(t *testing.T) sourcetest.Env {
+			srv := testenv.StartNATSInProcess(t)
+			env := natsEnv(t, srv.URL())
+			env.RestartBroker = srv.Restart
+			return env
+		},
 	})
 }
 

@@ -329,3 +329,43 @@ func testStopsWhenDeliverFails(t *testing.T, h Harness) {
 	b := start(t, env.NewSource(t), nil)
 	b.waitAll(t, h.Features.Timeout, recs)
 }
+
+// testBrokerRestart: the broker goes down while a source runs and comes
+// back with its data; the source reconnects by itself (no restart of the
+// source), and every message published before and after is delivered.
+func testBrokerRestart(t *testing.T, h Harness) {
+	if h.SetupRestartable == nil {
+		t.Skip("sourcetest: BrokerRestart does not apply: the harness cannot restart its broker (SetupRestartable is nil)")
+	}
+	env := h.SetupRestartable(t)
+	before, after := records("before", 50), records("after", 50)
+	publish(t, h, env, before)
+	a := start(t, env.NewSource(t), nil)
+	a.waitUntil(t, h.Features.Timeout, "every message before the restart acked", func() bool {
+		for _, r := range before {
+			if !a.acked[string(r.Value)] {
+				return false
+			}
+		}
+		return true
+	})
+	if err := env.RestartBroker(); err != nil {
+		t.Fatalf("restarting the broker: %v", err)
+	}
+	// Publishing may race the broker's return.
+	deadline := time.Now().Add(h.Features.Timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := env.Publish(ctx, after)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publishing after the restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	a.waitAll(t, h.Features.Timeout, after)
+	a.stop(t)
+}

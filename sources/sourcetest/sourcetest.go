@@ -5,7 +5,9 @@
 // broker.
 //
 // The suite stands in for the engine with a tiny in-test consumer loop, so
-// it does not depend on the engine package.
+// it does not depend on the engine package. A harness that owns its broker
+// (Harness.SetupRestartable) also runs BrokerRestart: the broker stops and
+// comes back with its data while a source runs.
 package sourcetest
 
 import (
@@ -33,6 +35,9 @@ type Env struct {
 	// NewSource returns a new, not yet running, consumer of the topic or
 	// stream; every source of one Env shares the same group or durable.
 	NewSource func(t *testing.T) pacer.Source
+	// RestartBroker stops the broker and starts it again with its data
+	// (set by Harness.SetupRestartable only).
+	RestartBroker func() error
 }
 
 // Features says what applies to a backend.
@@ -64,6 +69,10 @@ type Harness struct {
 	// Setup prepares an empty topic or stream for one test, registering
 	// its removal with t.Cleanup.
 	Setup func(t *testing.T) Env
+	// SetupRestartable, if set, is Setup on a broker of the test's own
+	// (in process) that the returned Env's RestartBroker can restart: the
+	// BrokerRestart case runs on it. Nil: that case does not apply.
+	SetupRestartable func(t *testing.T) Env
 }
 
 // Run runs the conformance suite as subtests of t.
@@ -86,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"Nak", testNak},
 		{"SharedGroupLeavingLosesNothing", testSharedGroup},
 		{"StopsWhenDeliverFails", testStopsWhenDeliverFails},
+		{"BrokerRestart", testBrokerRestart},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
