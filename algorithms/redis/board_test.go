@@ -139,3 +139,32 @@ func TestLimitBoardUnreachable(t *testing.T) {
 		t.Logf("with Redis gone, after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	}
 }
+
+// TestReshapeAllOrNothing: Reshape changes rate and burst together, and an
+// invalid pair changes neither (a reload keeps what it had, no rollback).
+func TestReshapeAllOrNothing(t *testing.T) {
+	e := newEnv(t)
+	l := newLimiter(t, e.cfg("reshape", algorithms.PerSecond(100), 10))
+	now := time.Now()
+	if err := l.Reshape(now, algorithms.PerSecond(40), 0); err == nil {
+		t.Fatal("Reshape with burst 0: no error")
+	}
+	if err := l.Reshape(now, algorithms.Rate{}, 20); err == nil {
+		t.Fatal("Reshape with no rate: no error")
+	}
+	l.mu.Lock()
+	r, b := l.cfg.Rate, l.cfg.Burst
+	l.mu.Unlock()
+	if r != algorithms.PerSecond(100) || b != 10 {
+		t.Fatalf("after refused reshapes: rate %v burst %d, want 100/s and 10 unchanged", r, b)
+	}
+	if err := l.Reshape(now, algorithms.PerSecond(40), 20); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	r, b = l.cfg.Rate, l.cfg.Burst
+	l.mu.Unlock()
+	if r != algorithms.PerSecond(40) || b != 20 {
+		t.Fatalf("after Reshape(40/s, 20): rate %v burst %d", r, b)
+	}
+}

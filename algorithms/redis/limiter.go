@@ -195,6 +195,13 @@ func (l *Limiter) SetBurst(now time.Time, burst int) error {
 	return l.reshape(r, burst)
 }
 
+// Reshape changes rate and burst together, like SetRate and SetBurst, or
+// neither: an invalid pair is refused before anything changes (a reload
+// needs no rollback).
+func (l *Limiter) Reshape(now time.Time, r algorithms.Rate, burst int) error {
+	return l.reshape(r, burst)
+}
+
 func (l *Limiter) reshape(r algorithms.Rate, burst int) error {
 	if burst < 1 {
 		return fmt.Errorf("%w: burst %d must be >= 1", ErrInvalidConfig, burst)

@@ -309,14 +309,8 @@ func (w *Worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 		if l == nil || (r == oldR && burst == oldBurst) {
 			return true
 		}
-		err := l.SetBurst(now, max(1, burst))
-		if err == nil {
-			err = l.SetRate(now, r.Rate)
-		}
-		if err != nil {
+		if err := l.Reshape(now, r.Rate, max(1, burst)); err != nil {
 			log.Error("pacer: reload: keeping the current "+what, "err", err)
-			_ = l.SetBurst(now, max(1, oldBurst))
-			_ = l.SetRate(now, oldR.Rate)
 			return false
 		}
 		log.Info("pacer: reloaded "+what, "rate", r.String(), "burst", max(1, burst))
