@@ -106,3 +106,86 @@ func TestDualRateRefusalConsumesNothing(t *testing.T) {
 		t.Fatalf("Tokens after refusal = %v want 4", got)
 	}
 }
+
+// TestDualRatePeakSlackSteps: with PeakSlack 1 a request that comes back
+// late for the wait it was given takes the slot already due, and the next
+// departs with it; with 0, or after an idle period, spacing is strict.
+func TestDualRatePeakSlackSteps(t *testing.T) {
+	ms := time.Millisecond
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	for _, slack := range []int{0, 1} {
+		d := newDual(t, DualRateConfig{Rate: PerSecond(10), Burst: 10, Peak: PerSecond(20), MaxWait: time.Second, PeakSlack: slack})
+		run(t, d, []step1{
+			{at(0), 1, 0, true},
+			{at(0), 1, 50 * ms, true}, // the peak's next slot, t0+50ms
+		})
+		d.Cancel(at(0), 1) // as the engine does: it sleeps, then asks again
+		late := []step1{
+			{at(120 * ms), 1, 0, true}, // 70 ms late: slot 70 ms (slack), next 120 ms
+			{at(120 * ms), 1, 0, true}, // the slot due at 120 ms, back to back
+			{at(120 * ms), 1, 50 * ms, true},
+		}
+		if slack == 0 {
+			late = []step1{
+				{at(120 * ms), 1, 0, true}, // slot 120 ms: the lateness is lost
+				{at(120 * ms), 1, 50 * ms, true},
+			}
+		}
+		run(t, d, late)
+		d.Cancel(at(120*ms), 1)
+		run(t, d, []step1{
+			{at(170 * ms), 1, 0, true}, // back on time: nothing to catch up
+			{at(170 * ms), 1, 50 * ms, true},
+		})
+		d.Cancel(at(170*ms), 1)
+		run(t, d, []step1{
+			{at(220 * ms), 1, 0, true},
+			// An idle period: no slack for the first request after it.
+			{t5, 1, 0, true},
+			{t5, 1, 50 * ms, true},
+		})
+	}
+	if _, err := NewDualRate(DualRateConfig{Rate: PerSecond(1), Burst: 1, Peak: PerSecond(2), PeakSlack: -1}, t0); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("PeakSlack -1: err = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestDualRatePeakSlackEnvelope: random loads by sleepers that cancel a
+// grant that must wait and come back after the wait, late by up to three
+// peak slots; uses satisfy r*L+b and, for single permits, p*L+1+PeakSlack,
+// .
+func TestDualRatePeakSlackEnvelope(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 15))
+	for iter := range 300 {
+		slack := iter % 3
+		r := Rate{Count: 1 + rng.Int64N(20), Per: time.Duration(1+rng.Int64N(500)) * time.Millisecond}
+		peak := Rate{Count: r.Count * (1 + rng.Int64N(5)), Per: r.Per}
+		burst := 1 + rng.IntN(6)
+		d := newDual(t, DualRateConfig{Rate: r, Burst: burst, Peak: peak, MaxWait: time.Duration(rng.Int64N(4 * int64(r.Interval()))), StartEmpty: rng.IntN(3) == 0, PeakSlack: slack})
+		var uses []use
+		now := time.Duration(0)
+		single := iter%2 == 0
+		for range 300 {
+			n := 1
+			if !single {
+				n = 1 + rng.IntN(burst)
+			}
+			w, ok := d.Reserve(t0.Add(now), n)
+			switch {
+			case ok && w > 0 && rng.IntN(2) == 0:
+				d.Cancel(t0.Add(now), n)
+				now += w + time.Duration(rng.Int64N(3*int64(peak.Interval())+1))
+				continue
+			case ok:
+				uses = append(uses, use{now + w, n})
+			}
+			now += time.Duration(rng.Int64N(int64(r.Interval()) + 1))
+		}
+		checkEnvelope(t, uses, r, int64(burst))
+		if single {
+			checkEnvelope(t, uses, peak, 1+int64(slack))
+		} else {
+			checkEnvelope(t, uses, peak, int64(burst+slack))
+		}
+	}
+}

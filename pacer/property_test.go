@@ -170,7 +170,10 @@ func propertyRun(t *testing.T, seed uint64) {
 		t.Errorf("token bucket envelope: %v", err)
 	}
 	if peak > 0 {
-		if err := checkEnvelope(adm, float64(peak), batch); err != nil {
+		// The peak pacer's one slot of catch-up (Shaping.Peak): a request
+		// that comes back after its wait, late because another stage or the
+		// gate held it, takes the slot already due with the next one.
+		if err := checkEnvelope(adm, float64(peak), batch+1); err != nil {
 			t.Errorf("peak envelope (p=%d/s): %v", peak, err)
 		}
 	}
