@@ -53,3 +53,27 @@ func (s *sleeper) arm(d time.Duration) <-chan time.Time {
 }
 
 func (s *sleeper) stop() { s.t.Stop() }
+
+// every runs tick on its own goroutine every iv of c until stop is called;
+// stop returns once tick is no longer running.
+func every(c Clock, iv time.Duration, tick func()) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		sl := newSleeper(c)
+		defer sl.stop()
+		for {
+			select {
+			case <-sl.arm(iv):
+				tick()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}

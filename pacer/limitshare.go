@@ -221,24 +221,9 @@ func (e *Engine) startShare(ctx context.Context) (stop func()) {
 		}
 		e.shareErr.Store("")
 	}
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sl := newSleeper(e.clock)
-		defer sl.stop()
-		for {
-			select {
-			case <-sl.arm(boardSync):
-				sync()
-			case <-done:
-				return
-			}
-		}
-	}()
+	stopTicks := every(e.clock, boardSync, sync)
 	return func() {
-		close(done)
-		<-exited
+		stopTicks()
 		sync()
 	}
 }

@@ -143,24 +143,9 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 		}
 	}
 	save(false) // this worker is running from now on
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sl := newSleeper(e.clock)
-		defer sl.stop()
-		for {
-			select {
-			case <-sl.arm(iv):
-				save(false)
-			case <-done:
-				return
-			}
-		}
-	}()
+	stopTicks := every(e.clock, iv, func() { save(false) })
 	return func() {
-		close(done)
-		<-exited
+		stopTicks()
 		save(true)
 	}
 }

@@ -24,29 +24,7 @@ func TestRunTwoWorkersShareRedisBudget(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
 	cfg := func(admin string) string {
-		return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
-  type: nats
-  nats:
-    url: %s
-    stream: %s
-    consumer: shared
-shaping:
-  rate: 200/s
-  burst: 20
-  global:
-    redis_url: %s
-    prefix: %q
-    key: budget
-    rate: 40/s
-    burst: 10
-sink:
-  type: http
-  http:
-    url: %s/orders
-admin:
-  listen: %s
-drain_timeout: 5s
-`, url, stream, rs.URL, rs.Prefix, api.URL(), admin))
+		return sharedWorkerConfig(t, url, stream, rs, api.URL(), admin, "  rate: 200/s\n  burst: 20", "key: budget\n    rate: 40/s\n    burst: 10", "5s")
 	}
 	a1, a2 := binharness.FreeAddr(t), binharness.FreeAddr(t)
 	p1 := binharness.Start(t, nil, "run", "-c", cfg(a1))
@@ -90,32 +68,8 @@ func TestRunTwoWorkersSharePerKeyBudget(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: 1000})
 	t.Cleanup(api.Close)
 	cfg := func(admin string) string {
-		return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
-  type: nats
-  nats:
-    url: %s
-    stream: %s
-    consumer: shared
-shaping:
-  rate: 200/s
-  global:
-    redis_url: %s
-    prefix: %q
-    key: budget
-    rate: 1000/s
-    burst: 100
-    per_key:
-      rate: 1/m
-      burst: %d
-      key: header:tenant
-sink:
-  type: http
-  http:
-    url: %s/orders
-admin:
-  listen: %s
-drain_timeout: 2s
-`, url, stream, rs.URL, rs.Prefix, burst, api.URL(), admin))
+		global := fmt.Sprintf("key: budget\n    rate: 1000/s\n    burst: 100\n    per_key:\n      rate: 1/m\n      burst: %d\n      key: header:tenant", burst)
+		return sharedWorkerConfig(t, url, stream, rs, api.URL(), admin, "  rate: 200/s", global, "2s")
 	}
 	began := time.Now()
 	p1 := binharness.Start(t, nil, "run", "-c", cfg(binharness.FreeAddr(t)))
@@ -150,30 +104,7 @@ func TestRunThreeWorkersShareLearnedLimit(t *testing.T) {
 	api := testapi.New(testapi.Config{Rate: limit, Burst: 5, Headers: testapi.HeadersNone})
 	t.Cleanup(api.Close)
 	cfg := func(admin string) string {
-		return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
-  type: nats
-  nats:
-    url: %s
-    stream: %s
-    consumer: shared
-shaping:
-  rate: 60/s
-  burst: 20
-  max_in_flight: 4
-  global:
-    redis_url: %s
-    prefix: %q
-    key: learned
-    rate: 60/s
-    burst: 20
-sink:
-  type: http
-  http:
-    url: %s/orders
-admin:
-  listen: %s
-drain_timeout: 5s
-`, url, stream, rs.URL, rs.Prefix, api.URL(), admin))
+		return sharedWorkerConfig(t, url, stream, rs, api.URL(), admin, "  rate: 60/s\n  burst: 20\n  max_in_flight: 4", "key: learned\n    rate: 60/s\n    burst: 20", "5s")
 	}
 	addrs := []string{binharness.FreeAddr(t), binharness.FreeAddr(t), binharness.FreeAddr(t)}
 	var ps []*binharness.Proc
@@ -226,4 +157,31 @@ drain_timeout: 5s
 	if rate < 0.5*limit {
 		t.Errorf("delivered %.1f/s together, want at least half the API's %g/s", rate, limit)
 	}
+}
+
+// sharedWorkerConfig writes the config of one of several workers on one
+// JetStream consumer ("shared") and one Redis budget: the local shaping
+// lines, the budget's lines after redis_url and prefix (indented four
+// spaces), and the drain timeout.
+func sharedWorkerConfig(t *testing.T, url, stream string, rs *testenv.RedisServer, api, admin, shaping, global, drain string) string {
+	return binharness.WriteFile(t, "w.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+    consumer: shared
+shaping:
+%s
+  global:
+    redis_url: %s
+    prefix: %q
+    %s
+sink:
+  type: http
+  http:
+    url: %s/orders
+admin:
+  listen: %s
+drain_timeout: %s
+`, url, stream, shaping, rs.URL, rs.Prefix, global, api, admin, drain))
 }
