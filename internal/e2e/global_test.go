@@ -211,7 +211,7 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 	want := rate * t1.Sub(t0).Seconds()
 	after := between(all, tStop.Add(time.Second), t1)
 	wantAfter := rate * t1.Sub(tStop.Add(time.Second)).Seconds()
-	t.Logf("aggregate %d admissions in %v = %.1f/s (want 300/s +-2%%); after the stop+1s: %d in %v = %.1f/s; per worker %d %d %d",
+	t.Logf("aggregate %d admissions in %v = %.1f/s (want 300/s +-2%%, + the burst); after the stop+1s: %d in %v = %.1f/s; per worker %d %d %d",
 		got, t1.Sub(t0).Round(time.Millisecond), float64(got)/t1.Sub(t0).Seconds(),
 		after, t1.Sub(tStop.Add(time.Second)).Round(time.Millisecond), float64(after)/t1.Sub(tStop.Add(time.Second)).Seconds(),
 		rec.count(0), rec.count(1), rec.count(2))
@@ -222,8 +222,11 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 		}
 		t.Logf("admissions per 250ms from t0 (stop at +%v): %v", tStop.Sub(t0).Round(time.Millisecond), per)
 	}
-	if d := float64(got) - want; d > 0.02*want || d < -0.02*want {
-		rateMiss = fmt.Sprintf("aggregate over the window = %d, want %.0f +-2%%", got, want)
+	// Above: the envelope lets any window hold the burst on top of the
+	// rate (a stall refills the shared bucket, then it is spent: CI saw
+	// 128 admissions in the window's first 250 ms, 1552 in 5 s).
+	if d := float64(got) - want; d > 0.02*want+burst || d < -0.02*want {
+		rateMiss = fmt.Sprintf("aggregate over the window = %d, want %.0f -2%%..+2%% + the burst %d", got, want, burst)
 	}
 	if d := float64(after) - wantAfter; d > 0.02*wantAfter+burst || d < -0.05*wantAfter {
 		rateMiss += fmt.Sprintf("; two workers after the stop: %d admissions, want about %.0f (they take up the third one's share)", after, wantAfter)
