@@ -121,13 +121,7 @@ elseif n < 0 then
   if units > cap then units = cap end
 end
 
-if units >= cap then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('HSET', KEYS[1], 't', string.format('%.0f', units), 'l', string.format('%.0f', last))
-  redis.call('PEXPIRE', KEYS[1], ceildiv(ceildiv(cap - units, num), 1000) + 1)
-end
-local out = {}
+` + storeLua + `local out = {}
 local live = 0
 for k = 1, nl do
   out[#out + 1] = 'w' .. (k - 1)

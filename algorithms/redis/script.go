@@ -60,13 +60,7 @@ if n > 0 and granted < n then
   if need > 0 then wait = ceildiv(need, num) end
 end
 
-if units >= cap then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('HSET', KEYS[1], 't', string.format('%.0f', units), 'l', string.format('%.0f', last))
-  redis.call('PEXPIRE', KEYS[1], ceildiv(ceildiv(cap - units, num), 1000) + 1)
-end
-return {granted, wait, units, now}
+` + storeLua + `return {granted, wait, units, now}
 `
 
 // script is loaded once per process; Run uses EVALSHA and falls back to EVAL
@@ -172,6 +166,17 @@ func parseResult(cmd *goredis.Cmd) (result, error) {
 		now:     time.UnixMicro(v[3]),
 	}, nil
 }
+
+// storeLua ends both scripts' bucket update: a full bucket is deleted (a
+// missing key is a full bucket), any other is stored with an expiry of
+// its time to fill.
+const storeLua = `if units >= cap then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('HSET', KEYS[1], 't', string.format('%.0f', units), 'l', string.format('%.0f', last))
+  redis.call('PEXPIRE', KEYS[1], ceildiv(ceildiv(cap - units, num), 1000) + 1)
+end
+`
 
 // refillLua starts both scripts (the bucket's and the lanes'): it reads the
 // server's clock (never the caller's), the common arguments ARGV[1..5], the
