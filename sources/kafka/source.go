@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/pacer-dev/pacer/internal/connretry"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -172,31 +173,25 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 // reporting it through Ready, until ctx is done; other errors are
 // returned at once.
 func (s *Source) join(ctx context.Context) (sarama.ConsumerGroup, error) {
-	wait := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		group, err := sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc)
-		if err == nil {
-			s.connErr.Store(nil)
-			if attempt > 1 {
-				s.cfg.Logger.Info("kafka: brokers reachable; joining the group", "group", s.cfg.Group, "attempts", attempt)
-			}
-			return group, nil
+	group, attempts, err := connretry.Until(ctx,
+		func() (sarama.ConsumerGroup, error) { return sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc) },
+		func(err error) bool { return errors.Is(err, sarama.ErrOutOfBrokers) },
+		func(attempt int, wait time.Duration, err error) {
+			msg := fmt.Sprintf("no broker of %v answers (%v)", s.cfg.Brokers, err)
+			s.connErr.Store(&msg)
+			s.cfg.Logger.Warn("kafka: brokers unreachable; retrying", "brokers", s.cfg.Brokers, "attempt", attempt, "retry_in", wait, "err", err)
+		})
+	switch {
+	case err == nil:
+		s.connErr.Store(nil)
+		if attempts > 1 {
+			s.cfg.Logger.Info("kafka: brokers reachable; joining the group", "group", s.cfg.Group, "attempts", attempts)
 		}
-		if !errors.Is(err, sarama.ErrOutOfBrokers) {
-			return nil, fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
-		}
-		msg := fmt.Sprintf("no broker of %v answers (%v)", s.cfg.Brokers, err)
-		s.connErr.Store(&msg)
-		s.cfg.Logger.Warn("kafka: brokers unreachable; retrying", "brokers", s.cfg.Brokers, "attempt", attempt, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-		wait = min(2*wait, 30*time.Second)
+		return group, nil
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, err
 	}
+	return nil, fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
 }
 
 // Pause stops fetching and handing over messages; see Source for the bound.

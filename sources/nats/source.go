@@ -32,6 +32,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/pacer-dev/pacer/internal/connretry"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -211,31 +212,22 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 // doubling to 30s), logging each failure and reporting it through Ready,
 // until ctx is done; other errors (authentication, TLS) are returned at once.
 func (s *Source) dial(ctx context.Context) (*nats.Conn, error) {
-	wait := 500 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		nc, err := s.cfg.Conn.connect(s.cfg.Logger)
-		if err == nil {
-			s.connErr.Store(nil)
-			if attempt > 1 {
-				s.cfg.Logger.Info("nats: connected", "server", nc.ConnectedUrlRedacted(), "attempts", attempt)
-			}
-			return nc, nil
-		}
-		if !errors.Is(err, nats.ErrNoServers) {
-			return nil, err
-		}
-		msg := err.Error()
-		s.connErr.Store(&msg)
-		s.cfg.Logger.Warn("nats: server unreachable; retrying", "url", redactURL(s.cfg.Conn.URL), "attempt", attempt, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-		wait = min(2*wait, 30*time.Second)
+	nc, attempts, err := connretry.Until(ctx,
+		func() (*nats.Conn, error) { return s.cfg.Conn.connect(s.cfg.Logger) },
+		func(err error) bool { return errors.Is(err, nats.ErrNoServers) },
+		func(attempt int, wait time.Duration, err error) {
+			msg := err.Error()
+			s.connErr.Store(&msg)
+			s.cfg.Logger.Warn("nats: server unreachable; retrying", "url", redactURL(s.cfg.Conn.URL), "attempt", attempt, "retry_in", wait, "err", err)
+		})
+	if err != nil {
+		return nil, err
 	}
+	s.connErr.Store(nil)
+	if attempts > 1 {
+		s.cfg.Logger.Info("nats: connected", "server", nc.ConnectedUrlRedacted(), "attempts", attempts)
+	}
+	return nc, nil
 }
 
 // consumer creates or binds the durable and returns its AckWait.
