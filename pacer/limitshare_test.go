@@ -115,4 +115,3 @@ func TestLimitBoardConfigErrors(t *testing.T) {
 		})
 	}
 }
-
