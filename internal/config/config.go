@@ -88,8 +88,18 @@ type Kafka struct {
 	// without a rebalance or waiting out the dead one's session. Each
 	// worker needs its own. Empty: a dynamic member.
 	InstanceID string `yaml:"instance_id" json:"instance_id"`
-	TLS        TLS    `yaml:"tls" json:"tls"`
-	SASL       SASL   `yaml:"sasl" json:"sasl"`
+	// CommitInterval coalesces offset commits (default 100ms): a commit
+	// follows a partition's watermark at most this often, and at once on
+	// pause, rebalance and stop. CommitAfter starts the next commit early
+	// once this many messages were acknowledged since the last (default
+	// 16, the default max_in_flight; 0: never early). FetchMaxWait is how
+	// long the broker may hold an empty fetch (default 100ms): commits wait
+	// behind it. Together they bound what a SIGKILL repeats (RELIABILITY.md).
+	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval"`
+	CommitAfter    int      `yaml:"commit_after" json:"commit_after"`
+	FetchMaxWait   Duration `yaml:"fetch_max_wait" json:"fetch_max_wait"`
+	TLS            TLS      `yaml:"tls" json:"tls"`
+	SASL           SASL     `yaml:"sasl" json:"sasl"`
 }
 
 // SASL is Kafka authentication.
@@ -443,10 +453,13 @@ func Default() Config {
 	return Config{
 		Source: Source{
 			Kafka: Kafka{
-				Group:         "pacer",
-				ClientID:      "pacer",
-				Version:       kafka.DefaultVersion,
-				InitialOffset: "oldest",
+				Group:          "pacer",
+				ClientID:       "pacer",
+				Version:        kafka.DefaultVersion,
+				InitialOffset:  "oldest",
+				CommitInterval: Duration(kafka.DefaultCommitInterval),
+				CommitAfter:    kafka.DefaultCommitAfter,
+				FetchMaxWait:   Duration(kafka.DefaultFetchMaxWait),
 			},
 			NATS: NATS{
 				URL:            "nats://127.0.0.1:4222",

@@ -97,6 +97,15 @@ func (v *validator) source() {
 		if len(k.Topics) == 0 {
 			v.add("source.kafka.topics", "missing: list at least one topic")
 		}
+		if ci := k.CommitInterval.D(); ci < time.Millisecond || ci > time.Minute {
+			v.add("source.kafka.commit_interval", "must be between 1ms and 1m, got %v", ci)
+		}
+		if k.CommitAfter < 0 {
+			v.add("source.kafka.commit_after", "must be >= 0 (0: commits wait commit_interval), got %d", k.CommitAfter)
+		}
+		if fw := k.FetchMaxWait.D(); fw < time.Millisecond || fw > 10*time.Second {
+			v.add("source.kafka.fetch_max_wait", "must be between 1ms and 10s (offset commits wait behind a held fetch), got %v", fw)
+		}
 		if k.Group == "" {
 			v.add("source.kafka.group", "missing: the consumer group is required")
 		}

@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
 // The drain estimate follows the measurements of the last minute; with one
@@ -53,5 +56,37 @@ func TestUnreachable(t *testing.T) {
 	_, err := http.Get("http://127.0.0.1:1/")
 	if !unreachable(err) {
 		t.Errorf("connection refused not counted as unreachable: %v", err)
+	}
+}
+
+// source.kafka's commit and fetch timing reach the Kafka source: the
+// defaults as the source's own, and commit_after 0 as "never early" (the
+// source's negative).
+func TestKafkaTimingKnobs(t *testing.T) {
+	base := "source:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topics: [t]\n%sshaping:\n  rate: 10/s\nsink:\n  type: stdout\n"
+	for _, tc := range []struct {
+		name, extra    string
+		interval, wait time.Duration
+		after          int
+	}{
+		{"defaults", "", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, kafka.DefaultCommitAfter},
+		{"set", "    commit_interval: 250ms\n    commit_after: 4\n    fetch_max_wait: 20ms\n", 250 * time.Millisecond, 20 * time.Millisecond, 4},
+		{"never early", "    commit_after: 0\n", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(base, tc.extra)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := kafkaSourceConfig(cfg, nil)
+			if k.CommitInterval != tc.interval || k.CommitAfter != tc.after || k.FetchMaxWait != tc.wait {
+				t.Errorf("kafka source: commit interval %v, after %d, fetch max wait %v; want %v, %d, %v",
+					k.CommitInterval, k.CommitAfter, k.FetchMaxWait, tc.interval, tc.after, tc.wait)
+			}
+		})
+	}
+	_, err := config.Parse([]byte(fmt.Sprintf(base, "    commit_after: -1\n    fetch_max_wait: 1m\n")), nil)
+	if err == nil || !strings.Contains(err.Error(), "commit_after") || !strings.Contains(err.Error(), "fetch_max_wait") {
+		t.Errorf("negative commit_after and a 1m fetch_max_wait: %v, want both refused", err)
 	}
 }

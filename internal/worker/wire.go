@@ -188,6 +188,10 @@ func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
 		InitialOffset: kafka.InitialOffset(k.InitialOffset),
 		InstanceID:    k.InstanceID,
 		Logger:        log,
+		// config: 0 never commits early; the source: < 0 does.
+		CommitInterval: k.CommitInterval.D(),
+		CommitAfter:    cmp.Or(k.CommitAfter, -1),
+		FetchMaxWait:   k.FetchMaxWait.D(),
 	}
 }
 
