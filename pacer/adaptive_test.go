@@ -84,7 +84,7 @@ func TestAIMDConvergesBelowTrueLimit(t *testing.T) {
 			Shaping:     pacer.Shaping{Rate: algorithms.Rate{Count: 400, Per: time.Second}, Burst: 10},
 			MaxInFlight: 8, QueueSize: 64,
 			Adaptive: pacer.AdaptiveConfig{Mode: pacer.AdaptiveAIMD, Interval: time.Second, Decrease: 0.7, Increase: 2},
-			Retry:    pacer.RetryConfig{MaxAttempts: -1, Seed: 5},
+			Retry:    pacer.RetryConfig{MaxAttempts: pacer.None, Seed: 5},
 			Hooks:    pacer.Hooks{rl},
 		})
 		if err != nil {

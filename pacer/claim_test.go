@@ -103,7 +103,7 @@ func TestClaimSpansTheAttempt(t *testing.T) {
 	}
 	sink := &claimSink{l: l, tries: map[string]int{}}
 	eng, err := pacer.New(pacer.Config{Source: &sliceSource{msgs: msgs}, Sink: sink, MaxInFlight: 4, BatchSize: 2, QueueSize: n,
-		Retry: pacer.RetryConfig{Initial: time.Millisecond, Max: time.Millisecond, MaxAttempts: -1}})
+		Retry: pacer.RetryConfig{Initial: time.Millisecond, Max: time.Millisecond, MaxAttempts: pacer.None}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,15 @@ func ParseOrdering(s string) (Ordering, error) {
 	return 0, fmt.Errorf("%w: ordering %q (want none or key)", ErrInvalidConfig, s)
 }
 
+// None is the one explicit "none" of a limit in this package's
+// configurations and the sources': a zero field takes its default, None
+// (any negative value) turns the limit off. Shaping.MaxWait: None never
+// borrows; RetryConfig.MaxAttempts: None retries forever;
+// sources/kafka.Config.CommitAfter: None never commits early. (The YAML
+// configuration spells "none" 0 where its defaults are not zero;
+// internal/worker is the one place that translates.)
+const None = -1
+
 // Shaping is what decides when a message may go downstream. It is part of
 // Config and can be replaced at runtime with Engine.Reload.
 //
@@ -60,7 +69,7 @@ type Shaping struct {
 	// bucket's bursts; alone, it is the rate (burst 1, strict spacing).
 	Peak algorithms.Rate
 	// MaxWait is how far ahead the bucket may promise permits before it
-	// refuses; a refusal pauses the source. 0: 5s. Negative: no borrowing
+	// refuses; a refusal pauses the source. 0: 5s. None: no borrowing
 	// (refuse whenever permits are not available at once).
 	MaxWait time.Duration
 	// StartEmpty starts the bucket with no tokens (no initial burst).
@@ -133,7 +142,7 @@ type PerKey struct {
 type RetryConfig struct {
 	Initial     time.Duration // 0: 100ms
 	Max         time.Duration // 0: 30s
-	MaxAttempts int           // 0: 10; negative: unlimited
+	MaxAttempts int           // 0: 10; None: unlimited
 	MaxTime     time.Duration // 0: unlimited
 	// MaxPause caps every wait the downstream imposes: a Retry-After, a
 	// rate-limit reset with nothing remaining, and so the delay a message

@@ -355,7 +355,7 @@ func TestFairnessKeepsKeyOrder(t *testing.T) {
 				return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, lat
 			}}
 			cfg := pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, MaxInFlight: 16, QueueSize: 32,
-				Ordering: pacer.OrderKey, Retry: pacer.RetryConfig{Seed: 3, MaxAttempts: -1, Initial: 10 * time.Millisecond},
+				Ordering: pacer.OrderKey, Retry: pacer.RetryConfig{Seed: 3, MaxAttempts: pacer.None, Initial: 10 * time.Millisecond},
 				Fairness: &pacer.Fairness{Weights: map[string]int{"a": 3}, MaxShare: 0.25},
 				Shaping:  pacer.Shaping{Rate: algorithms.PerSecond(200), Burst: 4}}
 			if prio {

@@ -39,7 +39,7 @@ func fairOffTrace(t *testing.T) string {
 			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, lat
 		}}
 		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, MaxInFlight: 1, QueueSize: 64,
-			Retry:   pacer.RetryConfig{Seed: 9, MaxAttempts: -1, Initial: 20 * time.Millisecond},
+			Retry:   pacer.RetryConfig{Seed: 9, MaxAttempts: pacer.None, Initial: 20 * time.Millisecond},
 			Shaping: pacer.Shaping{Rate: algorithms.PerSecond(200), Burst: 5}})
 		if err != nil {
 			t.Fatal(err)

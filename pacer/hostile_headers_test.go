@@ -201,7 +201,7 @@ func TestClearPauseAndStopDuringPause(t *testing.T) {
 		e, err := pacer.New(pacer.Config{
 			Source: pacertest.NewSource(msgs), Sink: sink,
 			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1},
-			MaxInFlight: 1, Retry: pacer.RetryConfig{MaxPause: time.Minute, MaxAttempts: -1},
+			MaxInFlight: 1, Retry: pacer.RetryConfig{MaxPause: time.Minute, MaxAttempts: pacer.None},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -242,7 +242,7 @@ func TestClearPauseAndStopDuringPause(t *testing.T) {
 		e, err := pacer.New(pacer.Config{
 			Source: pacertest.NewSource(msgs), Sink: sink,
 			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1},
-			MaxInFlight: 1, Retry: pacer.RetryConfig{MaxPause: 30 * time.Second, MaxAttempts: -1},
+			MaxInFlight: 1, Retry: pacer.RetryConfig{MaxPause: 30 * time.Second, MaxAttempts: pacer.None},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ func keyOrderRun(t *testing.T, ord pacer.Ordering) ([]pacertest.Delivery, *pacer
 		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, lat
 	}}
 	e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: sink, MaxInFlight: 16, QueueSize: 32,
-		Ordering: ord, Retry: pacer.RetryConfig{Seed: 3, MaxAttempts: -1, Initial: 10 * time.Millisecond}})
+		Ordering: ord, Retry: pacer.RetryConfig{Seed: 3, MaxAttempts: pacer.None, Initial: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

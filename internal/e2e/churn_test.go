@@ -138,7 +138,7 @@ func groupChurn(t *testing.T, seed uint64) {
 			MaxInFlight:  1 + rng.IntN(8),
 			BatchSize:    1 + rng.IntN(3),
 			DrainTimeout: drain,
-			Retry:        pacer.RetryConfig{Initial: time.Millisecond, Max: 10 * time.Millisecond, MaxAttempts: -1},
+			Retry:        pacer.RetryConfig{Initial: time.Millisecond, Max: 10 * time.Millisecond, MaxAttempts: pacer.None},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -50,7 +50,7 @@ func LocalShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 		StartEmpty: s.StartEmpty,
 	}
 	if sh.MaxWait == 0 {
-		sh.MaxWait = -1 // config: 0 means no borrowing; engine: negative does
+		sh.MaxWait = pacer.None // config: 0 means no borrowing
 	}
 	if !s.PerKey.Rate.IsZero() {
 		sh.PerKey = &pacer.PerKey{Rate: s.PerKey.Rate.Rate, Burst: s.PerKey.Burst, MaxKeys: s.PerKey.MaxKeys, IdleTTL: s.PerKey.IdleTTL.D()}
@@ -182,15 +182,14 @@ func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
 		topics = append(slices.Clip(topics), o) // the deferral topic is consumed too
 	}
 	return kafka.Config{
-		Client:        kafkaClient(k),
-		Group:         k.Group,
-		Topics:        topics,
-		InitialOffset: kafka.InitialOffset(k.InitialOffset),
-		InstanceID:    k.InstanceID,
-		Logger:        log,
-		// config: 0 never commits early; the source: < 0 does.
+		Client:         kafkaClient(k),
+		Group:          k.Group,
+		Topics:         topics,
+		InitialOffset:  kafka.InitialOffset(k.InitialOffset),
+		InstanceID:     k.InstanceID,
+		Logger:         log,
 		CommitInterval: k.CommitInterval.D(),
-		CommitAfter:    cmp.Or(k.CommitAfter, -1),
+		CommitAfter:    cmp.Or(k.CommitAfter, pacer.None), // config: 0 never commits early
 		FetchMaxWait:   k.FetchMaxWait.D(),
 	}
 }
@@ -333,7 +332,7 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 	}
 	attempts := cfg.Retry.MaxAttempts
 	if attempts == 0 {
-		attempts = -1 // config: 0 retries forever; engine: negative does
+		attempts = pacer.None // config: 0 retries forever
 	}
 	a := cfg.Shaping.Adaptive
 	var state pacer.StateStore

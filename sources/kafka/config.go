@@ -119,7 +119,8 @@ type Config struct {
 	CommitInterval time.Duration
 	// CommitAfter starts the next commit without waiting out
 	// CommitInterval once this many messages were acknowledged since the
-	// last one (default 16, pacer's default max_in_flight; < 0: never).
+	// last one (default 16, pacer's default max_in_flight; pacer.None:
+	// never).
 	// Commits then follow each other as fast as the broker answers them,
 	// one at a time.
 	CommitAfter int
