@@ -128,3 +128,25 @@ func TestLimitFinderBurstBoundsTheLimit(t *testing.T) {
 		t.Errorf("second throttle: rate %.1f, want at most the API's %g", f.rate, limit)
 	}
 }
+
+// A finder sharing a board that never answered (or stopped answering)
+// measures its own accepted rate: the board's stale counts would read as
+// nothing accepted and drive the limit to the floor.
+func TestLimitFinderStaleBoardUsesOwnCounts(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	f.share = &lfShare{}
+	deliverAt(f, clk.Now(), clk.Add(4*time.Second), 50)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.limit < 40 {
+		t.Errorf("never synced: limit %.1f after 4 s at 50/s, want near 50 (own counts), not the floor", f.limit)
+	}
+	// Synced once, then the board went away for longer than boardStale.
+	f.share.synced = clk.Now()
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(4*time.Second), 45)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.limit < 35 {
+		t.Errorf("board stale for 4 s: limit %.1f after 4 s at 45/s, want near 45", f.limit)
+	}
+}

@@ -166,7 +166,7 @@ func (f *limitFinder) delivered(now time.Time, n int) {
 // count is what was accepted in slots [from, to): by this worker, or by
 // the whole group when it shares a board.
 func (f *limitFinder) count(from, to time.Time) int64 {
-	if f.share != nil {
+	if f.grouped(to) {
 		return f.share.count(from, to)
 	}
 	a, b := f.slotIdx(from), f.slotIdx(to)

@@ -27,13 +27,17 @@ import (
 //     limit, whichever workers have the backlog.
 //
 // The counts lag: a worker's deliveries reach the board at its next sync,
-// so the finder's evidence ends boardLag before now (steady traffic before
-// a throttle makes the shift harmless). A board that cannot be reached is
-// logged; the worker goes on with the last state it saw and keeps its
-// counts for the next sync.
+// so the finder's evidence ends one or two board slots before the last
+// sync (steady traffic before a throttle makes the shift harmless). A
+// board that cannot be reached is logged and shown in /status; the worker
+// goes on with the last state it saw, measures its own accepted rate
+// while the board's counts are older than boardStale (never the stale
+// counts: they would read as nothing accepted), and keeps its counts for
+// the next sync.
 const (
-	boardSync = 100 * time.Millisecond
-	boardLag  = 2 * algorithms.BoardSlot
+	boardSync  = 100 * time.Millisecond
+	boardLag   = algorithms.BoardSlot
+	boardStale = time.Second
 )
 
 // lfShare is a limit finder's link to the group's board.
@@ -61,11 +65,17 @@ func (s *lfShare) count(from, to time.Time) int64 {
 // evidenceEnd is where the finder's evidence ends at now: now alone, the
 // last complete board slot in a group.
 func (f *limitFinder) evidenceEnd(now time.Time) time.Time {
-	if f.share == nil {
+	if !f.grouped(now) {
 		return now
 	}
-	end := minTime(now, f.share.synced).Add(-boardLag / 2)
+	end := minTime(now, f.share.synced).Add(-boardLag)
 	return time.Unix(0, algorithms.BoardSlotOf(end)*int64(algorithms.BoardSlot))
+}
+
+// grouped: the group's counts are fresh at t (synced within boardStale);
+// otherwise the finder measures this worker's own.
+func (f *limitFinder) grouped(t time.Time) bool {
+	return f.share != nil && !f.share.synced.IsZero() && t.Sub(f.share.synced) <= boardStale
 }
 
 // propose stages what the finder just learned for the group (a no-op
