@@ -1,8 +1,11 @@
 package pacer
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
 
 	"github.com/pacer-dev/pacer/internal/testkit"
 )
@@ -148,5 +151,19 @@ func TestLimitFinderStaleBoardUsesOwnCounts(t *testing.T) {
 	f.throttle(clk.Now(), clk.Now().Add(time.Second))
 	if f.limit < 35 {
 		t.Errorf("board stale for 4 s: limit %.1f after 4 s at 45/s, want near 45", f.limit)
+	}
+}
+
+// A board state that is not a rate (NaN, infinite, zero: written by
+// something else) is not adopted.
+func TestLimitFinderIgnoresABoardThatIsNotARate(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	for _, bad := range []float64{math.NaN(), math.Inf(1), 0, -5} {
+		f := newLimitFinder(100, 1, 50, 1, clk.Now())
+		f.share = &lfShare{}
+		st := algorithms.LimitState{LimitProposal: algorithms.LimitProposal{Epoch: 1, Limit: bad, Rate: bad, Throttle: clk.Now()}}
+		if f.merge(clk.Now(), st, nil) || f.rate != 100 || f.limit != 0 {
+			t.Errorf("board limit %v: rate %v, limit %v; want it ignored (100, unknown)", bad, f.rate, f.limit)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -159,6 +160,9 @@ func (f *limitFinder) merge(now time.Time, st algorithms.LimitState, sent *algor
 	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
 		return false // the advertised budget drives the rate
 	}
+	if !finitePositive(st.Limit) || !finitePositive(st.Rate) {
+		return false // not a rate (a board written by something else): ignored
+	}
 	if st.Throttle.After(f.lastThrottle) {
 		if f.probing || f.following(now) {
 			f.probeEvery = min(2*f.probeEvery, lfProbeMax) // the group's probe was refused
@@ -287,3 +291,5 @@ func (c *controller) shared() bool {
 	defer c.mu.Unlock()
 	return c.lf != nil && c.lf.share != nil
 }
+
+func finitePositive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
