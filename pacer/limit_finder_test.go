@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-
 	"github.com/pacer-dev/pacer/internal/testkit"
 )
 
