@@ -42,6 +42,15 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 		if asked.IsZero() {
 			asked = now
 		}
+		if u := e.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
+			// The last save that landed promised nothing admitted after
+			// u; the next one, late (a slow fsync), wakes us.
+			e.pause.set(PauseShaper)
+			if !e.sleepOrWake(ctx, sl, stateRetry) {
+				return false
+			}
+			continue
+		}
 		wait, ok, by := e.sh.reserve(now, grp)
 		if ok && wait == 0 {
 			e.pause.clear(PauseShaper)

@@ -72,12 +72,16 @@ type Engine struct {
 	keyMu sync.Mutex
 	keys  map[string][]*item // OrderKey: busy keys and their parked items
 
-	started    atomic.Bool
-	state      atomic.Int32
-	stopping   chan struct{}
-	stopOnce   sync.Once
-	srcDone    atomic.Bool
-	unlimited  atomic.Bool
+	started   atomic.Bool
+	state     atomic.Int32
+	stopping  chan struct{}
+	stopOnce  sync.Once
+	srcDone   atomic.Bool
+	unlimited atomic.Bool
+	// stateUntil is the Until of the last periodic state save that landed
+	// (UnixNano; 0: no bound): nothing is admitted at or after it, so a
+	// restart after a kill never credits tokens the dead worker spent.
+	stateUntil atomic.Int64
 	settleCtx  context.Context
 	deliverCtx context.Context
 

@@ -32,7 +32,10 @@ type ShaperState struct {
 	// still have admitted messages: SavedAt for a clean stop, and for a
 	// periodic save the time by which the worker promised to save again
 	// (SavedAt + 2 x StateInterval). A worker killed in between admitted
-	// nothing after Until.
+	// nothing after Until: the engine admits nothing at or after the Until
+	// of its last save that landed, so a save that lands late (a slow
+	// fsync) pauses admission rather than break the promise. A save that
+	// fails lifts the bound (fail open, logged).
 	Until time.Time `json:"until"`
 	// Bucket is the token bucket and peak pacer (nil: unlimited).
 	Bucket *algorithms.DualRateState `json:"bucket,omitempty"`
@@ -139,7 +142,19 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), iv*4)
 		defer cancel()
 		if err := store.Save(sctx, st); err != nil {
-			e.log.Warn("pacer: saving the shaper state", "clean", clean, "err", err)
+			// Fail open: admissions go on, and a restart after a kill may
+			// credit what this worker spends until a save lands.
+			e.log.Warn("pacer: saving the shaper state; a restart after a crash may allow a second burst until a save succeeds", "clean", clean, "err", err)
+			e.stateUntil.Store(0)
+			return
+		}
+		if !clean {
+			// Admit nothing past what the state now on record promises: a
+			// save that lands late (a slow fsync) pauses admission at the
+			// previous Until instead of letting a restart credit tokens
+			// spent after it.
+			e.stateUntil.Store(st.Until.UnixNano())
+			e.wakeShaper()
 		}
 	}
 	save(false) // this worker is running from now on
@@ -149,6 +164,10 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 		save(true)
 	}
 }
+
+// stateRetry is how often a worker held by a late state save (see
+// Engine.stateUntil) looks again, besides being woken when a save lands.
+const stateRetry = time.Millisecond
 
 // DefaultStateInterval is Config.StateInterval's default.
 const DefaultStateInterval = 250 * time.Millisecond
