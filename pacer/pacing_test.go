@@ -346,3 +346,22 @@ func TestPeakPacingLateWakes(t *testing.T) {
 		}
 	}
 }
+
+// Where 1/rate leaves 2 ms or more over 1/peak (100/s with peak 200/s:
+// 5 ms), the peak pacer keeps strict spacing even when timers wake late:
+// never two admissions closer than 1/peak (p(t2-t1)+1), and the rate held
+// all the same. The catch-up slot is for rates the lateness would eat.
+func TestPeakStrictWhereTheGapIsWide(t *testing.T) {
+	const rate, peak, burst, n = 100, 200, 10, 300
+	synctest.Test(t, func(t *testing.T) {
+		clock := &lateClock{rng: rand.New(rand.NewPCG(15, 200)), max: time.Millisecond, floor: time.Millisecond}
+		f := peakRun(t, clock, rate, peak, burst, n, false)
+		t.Logf("%v", f)
+		if f.peakAdmitted.Messages > 1e-6 {
+			t.Errorf("admissions exceed p(t2-t1)+1: %v (two closer than 1/peak)", f.peakAdmitted)
+		}
+		if errPct := 100 * math.Abs(f.rate-rate) / rate; errPct > 1 {
+			t.Errorf("achieved %.1f/s, error %.2f%% > 1%%", f.rate, errPct)
+		}
+	})
+}
