@@ -6,6 +6,13 @@ import "time"
 // system clock; tests run the real engine inside a testing/synctest bubble,
 // where the system clock is fake and never sleeps. A custom Clock must be
 // safe for concurrent use.
+//
+// A virtual clock (`pacer simulate` runs the engine on one) may move Now
+// only when it chooses and fire a Timer only when Now reaches its deadline:
+// every engine wait for time is a receive from a Timer's C, armed (Reset)
+// just before the goroutine blocks on it, and the engine reads Now again
+// after every wake-up, so a timer that fires late only delays, never
+// reorders, what the engine does.
 type Clock interface {
 	Now() time.Time
 	// NewTimer returns a stopped-or-running timer like time.NewTimer.

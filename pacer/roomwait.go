@@ -49,6 +49,11 @@ func (w *roomWaiters) wait(ctx context.Context, mu *sync.Mutex, stopping <-chan 
 	return err
 }
 
+// len is how many callers are registered: each is blocked in wait, or
+// about to block, until a wakeAll (or ctx, or stopping); the queue's mutex
+// is held.
+func (w *roomWaiters) len() int { return len(w.list) }
+
 // wakeAll wakes every registered waiter and empties the list; the queue's
 // mutex is held. It never blocks: each channel gets one wake-up per
 // registration.

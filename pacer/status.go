@@ -32,6 +32,11 @@ type Status struct {
 	// FairDeferred counts messages republished to the fairness overflow
 	// (Fairness.Defer) because their key held its share.
 	FairDeferred uint64 `json:"fair_deferred,omitempty"`
+	// HandOversWaiting is how many of the source's hand-overs (deliver
+	// calls) wait for room in the queue now: it is full or, with Fairness,
+	// their key holds its share. Only a worker taking from the queue wakes
+	// them.
+	HandOversWaiting int `json:"hand_overs_waiting,omitempty"`
 	// Breaker is the systemic-failure breaker; Held counts messages it
 	// kept back from the dead-letter path.
 	Breaker BreakerStatus `json:"breaker"`
@@ -110,6 +115,13 @@ func (e *Engine) Status() Status {
 	if e.fair != nil {
 		s.FairShareWaits = e.fair.blocked.Load()
 		s.FairDeferred = e.fair.nDefer.Load()
+		e.fair.mu.Lock()
+		s.HandOversWaiting = e.fair.waiting.len()
+		e.fair.mu.Unlock()
+	} else {
+		e.fifo.mu.Lock()
+		s.HandOversWaiting = e.fifo.waiting.len()
+		e.fifo.mu.Unlock()
 	}
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true

@@ -42,7 +42,7 @@ func (s simulateCmd) run(e *env) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--start: %w", err)}
 	}
-	err = simulate.Run(e.ctx, cfg.Shaping, simulate.Options{Trace: s.Trace, Tenants: s.Tenant, Out: s.Out, Bucket: s.Bucket, Start: start}, e.stdout)
+	err = simulate.Run(e.ctx, cfg, simulate.Options{Trace: s.Trace, Tenants: s.Tenant, Out: s.Out, Bucket: s.Bucket, Start: start}, e.stdout)
 	var ue *simulate.UsageError
 	switch {
 	case errors.As(err, &ue):

@@ -23,7 +23,7 @@ func BenchmarkSimulate(b *testing.B) {
 	b.Run("simulate", func(b *testing.B) {
 		var n int64
 		for b.Loop() {
-			res, err := simulate(cfg.Shaping, tr, 0)
+			res, err := simulate(cfg, tr, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -11,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/chart"
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/pacer"
 )
 
 // simTenant is one tenant of a multi-tenant simulation: its name and its
@@ -36,14 +38,15 @@ type tenantRun struct {
 	elapsed  float64
 }
 
-// simulateTenants replays each tenant's trace through the shaper twice,
-// with the queue in FIFO order and in fair order (shaping.fairness's
-// weights and max_share, or the defaults). Each tenant is read on its own
-// path (as Kafka partitions keyed by tenant): a path stops reading while
-// the queue is full or, in fair mode, while its tenant holds its share. The
-// shaper admits straight from the queue (the engine's workers add at most
-// max_in_flight messages of look-ahead, not modelled).
-func simulateTenants(s config.Shaping, ts []simTenant, bucket time.Duration, t0 time.Time) ([]*tenantRun, error) {
+// simulateTenants replays each tenant's trace through the config's engine
+// four times: with the queue in FIFO order and in fair order
+// (shaping.fairness's weights and max_share, or the defaults, keyed by
+// tenant), on one stream holding every tenant's messages in arrival order
+// and on a stream per tenant. Each stream is read on its own path (as
+// Kafka partitions keyed by tenant): the engine pauses them all while its
+// queue is full, and in fair mode a path waits while its tenant holds its
+// share.
+func simulateTenants(ctx context.Context, c *config.Config, ts []simTenant, bucket time.Duration, t0 time.Time) ([]*tenantRun, error) {
 	var end float64
 	for _, t := range ts {
 		end = math.Max(end, t.tr.end)
@@ -54,7 +57,7 @@ func simulateTenants(s config.Shaping, ts []simTenant, bucket time.Duration, t0 
 	}
 	var runs []*tenantRun
 	for _, m := range []struct{ fair, onePath bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
-		r, err := simulateTenantsMode(s, ts, width, t0, m.fair, m.onePath, end)
+		r, err := simulateTenantsMode(ctx, c, ts, width, t0, m.fair, m.onePath, end)
 		if err != nil {
 			return nil, err
 		}
@@ -63,131 +66,69 @@ func simulateTenants(s config.Shaping, ts []simTenant, bucket time.Duration, t0 
 	return runs, nil
 }
 
-func simulateTenantsMode(s config.Shaping, ts []simTenant, width float64, t0 time.Time, fair, onePath bool, end float64) (*tenantRun, error) {
-	lim, _, err := shaperFor(s, t0)
+func simulateTenantsMode(ctx context.Context, c *config.Config, ts []simTenant, width float64, t0 time.Time, fair, onePath bool, end float64) (*tenantRun, error) {
+	ec, _, err := engineConfig(c, t0)
 	if err != nil {
 		return nil, err
 	}
 	n := len(ts)
 	run := &tenantRun{mode: "fifo", width: width, waits: make([][]waitHist, n), all: make([]waitHist, n),
 		admitted: make([][]int64, n), total: make([]int64, n), unfinish: make([]int64, n)}
-	share := 0.5
-	var weights map[string]int
-	if f := s.Fairness; f.Enabled {
-		share, weights = f.MaxShare, f.Weights
-	}
 	if fair {
 		run.mode = "fair"
+		f := &pacer.Fairness{MaxShare: 0.5}
+		if ec.Fairness != nil {
+			g := *ec.Fairness
+			f = &g
+		}
+		f.KeyOf = func(m *pacer.Message) []byte { return m.Key } // the tenant
+		ec.Fairness = f
+	} else {
+		ec.Fairness = nil
 	}
+	ec.Priority = nil
+	var paths [][]int
 	if onePath {
 		run.mode += ", one stream"
+		paths = [][]int{make([]int, n)}
+		for i := range n {
+			paths[0][i] = i
+		}
 	} else {
 		run.mode += ", stream per tenant"
-	}
-	fq, err := algorithms.NewFairQueue[simMsg](algorithms.FairConfig{Capacity: s.QueueSize, MaxPerKey: max(1, int(share*float64(s.QueueSize))), Weights: weights})
-	if err != nil {
-		return nil, err
-	}
-	var fifo []simMsg
-	held := func() int {
-		if fair {
-			return fq.Len()
+		for i := range n {
+			paths = append(paths, []int{i})
 		}
-		return len(fifo)
 	}
-	read := make([]int64, n) // messages each path has read
-	keys := make([][]byte, n)
+	trs := make([]*trace, n)
+	names := make([]string, n)
 	for i, t := range ts {
-		keys[i] = []byte(t.name)
+		trs[i], names[i] = t.tr, t.name
 	}
-	horizon := end + 24*3600
-	now := 0.0
-	next := 0 // round-robin start among paths
-	for now < horizon {
-		// Each path reads what has arrived, one message per turn, while
-		// the queue (and in fair mode its tenant's share) has room.
-		for progress := true; progress; {
-			progress = false
-			for k := range n {
-				i := (next + k) % n
-				if onePath { // the one stream holds the tenants' messages in arrival order
-					i = -1
-					for j, t := range ts {
-						if read[j] < t.tr.arrivedBy(now) && (i < 0 || t.tr.timeOf(read[j]+1) < ts[i].tr.timeOf(read[i]+1)) {
-							i = j
-						}
-					}
-					if i < 0 || k > 0 {
-						break
-					}
-				}
-				t := ts[i]
-				if read[i] >= t.tr.arrivedBy(now) || held() >= s.QueueSize {
-					continue
-				}
-				m := simMsg{tenant: i, at: t.tr.timeOf(read[i] + 1)}
-				if fair {
-					if fq.Push(0, keys[i], m) != algorithms.FairQueued {
-						continue
-					}
-				} else {
-					fifo = append(fifo, m)
-				}
-				read[i]++
-				progress = true
+	obs := observer{
+		arrived: func(int, int64, float64) {},
+		admitted: func(i int, k int64, now float64) {
+			at := trs[i].timeOf(k)
+			b, ba := int(now/width), int(at/width)
+			for len(run.waits[i]) <= max(b, ba) {
+				run.waits[i] = append(run.waits[i], waitHist{})
+				run.admitted[i] = append(run.admitted[i], 0)
 			}
-			next = (next + 1) % n
-		}
-		run.maxHeld = max(run.maxHeld, held())
-		if held() > 0 {
-			at := t0.Add(time.Duration(now * 1e9))
-			wait, ok := lim.Reserve(at, 1)
-			if ok && wait == 0 {
-				var m simMsg
-				if fair {
-					m, _ = fq.Pop()
-				} else {
-					m, fifo = fifo[0], fifo[1:]
-				}
-				b, ba := int(now/width), int(m.at/width)
-				for len(run.waits[m.tenant]) <= max(b, ba) {
-					run.waits[m.tenant] = append(run.waits[m.tenant], waitHist{})
-					run.admitted[m.tenant] = append(run.admitted[m.tenant], 0)
-				}
-				run.waits[m.tenant][ba].add(now-m.at, 1) // by arrival: how long a message arriving then waited
-				run.all[m.tenant].add(now-m.at, 1)
-				run.admitted[m.tenant][b]++
-				run.total[m.tenant]++
-				run.elapsed = now
-				continue
-			}
-			if ok {
-				lim.Cancel(at, 1)
-			}
-			now += max(wait.Seconds(), 1e-6)
-			continue
-		}
-		// Nothing held: jump to the next arrival.
-		nextAt := math.Inf(1)
-		for i, t := range ts {
-			if read[i] < t.tr.total() {
-				nextAt = math.Min(nextAt, t.tr.timeOf(read[i]+1))
-			}
-		}
-		if math.IsInf(nextAt, 1) {
-			break
-		}
-		now = math.Max(nextAt, now+1e-6)
+			run.waits[i][ba].add(math.Max(0, now-at), 1) // by arrival: how long a message arriving then waited
+			run.all[i].add(math.Max(0, now-at), 1)
+			run.admitted[i][b]++
+			run.total[i]++
+			run.elapsed = now
+		},
+		step: func(_, _ float64, st engineState) { run.maxHeld = max(run.maxHeld, st.queue) },
+	}
+	if _, err := runEngine(ctx, ec, trs, names, paths, t0, end+24*3600, obs); err != nil {
+		return nil, err
 	}
 	for i, t := range ts {
 		run.unfinish[i] = t.tr.total() - run.total[i]
 	}
 	return run, nil
-}
-
-type simMsg struct {
-	tenant int
-	at     float64
 }
 
 // tenantPanels charts each tenant's admissions (fair, a stream per
@@ -258,7 +199,8 @@ func parseTenants(specs []string) ([]simTenant, error) {
 }
 
 // runTenants is Run with tenants: every mode, one chart, one summary.
-func runTenants(sh config.Shaping, o Options, out io.Writer) error {
+func runTenants(ctx context.Context, c *config.Config, o Options, out io.Writer) error {
+	sh := c.Shaping
 	ts, err := parseTenants(o.Tenants)
 	if err != nil {
 		return &UsageError{err}
@@ -266,7 +208,10 @@ func runTenants(sh config.Shaping, o Options, out io.Writer) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
-	runs, err := simulateTenants(sh, ts, o.Bucket, o.Start)
+	runs, err := simulateTenants(ctx, c, ts, o.Bucket, o.Start)
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
 	if err != nil {
 		return &UsageError{err}
 	}

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestSimulateTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := simulateTenants(c.Shaping, ts, 10*time.Second, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	runs, err := simulateTenants(context.Background(), c, ts, 10*time.Second, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/chart"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/worker"
@@ -45,12 +44,13 @@ type UsageError struct{ Err error }
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
-// Run replays the trace(s) through the shaping in virtual time, writes the
+// Run replays the trace(s) through the config's engine in virtual time, writes the
 // CSV and charts into o.Out and prints a summary to out. It returns
 // ctx's error when ctx ends first.
-func Run(ctx context.Context, sh config.Shaping, o Options, out io.Writer) error {
+func Run(ctx context.Context, c *config.Config, o Options, out io.Writer) error {
+	sh := c.Shaping
 	if len(o.Tenants) > 0 {
-		return runTenants(sh, o, out)
+		return runTenants(ctx, c, o, out)
 	}
 	if o.Trace == "" {
 		return &UsageError{errors.New("simulate: give --trace, or --tenant NAME=CSV for each tenant")}
@@ -62,7 +62,7 @@ func Run(ctx context.Context, sh config.Shaping, o Options, out io.Writer) error
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
-	res, err := simulateCtx(ctx, sh, tr, o.Bucket, o.Start)
+	res, err := simulateCtx(ctx, c, tr, o.Bucket, o.Start)
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -210,43 +210,6 @@ func (t *trace) timeOf(k int64) float64 {
 	return start + (end-start)*frac
 }
 
-// shaperFor builds the local shaper of the config as the engine does
-// (DualRate: token bucket then peak pacer; quotas; warm-up), plus the global
-// rate as if this worker were alone. No borrowing: a message is admitted
-// when permits exist, which is when the engine would send it.
-func shaperFor(s config.Shaping, now time.Time) (algorithms.Limiter, []string, error) {
-	var ls []algorithms.Limiter
-	var notes []string
-	dr, err := algorithms.NewDualRate(algorithms.DualRateConfig{Rate: s.Rate.Rate, Burst: s.EffectiveBurst(), Peak: s.Peak.Rate, StartEmpty: s.StartEmpty}, now)
-	if err != nil {
-		return nil, nil, fmt.Errorf("shaping: %w", err)
-	}
-	ls = append(ls, dr)
-	sh, err := worker.LocalShaping(s, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	ls = append(ls, sh.Quotas...)
-	if !s.Global.RedisURL.IsZero() && !s.Global.Rate.IsZero() {
-		b, err := algorithms.NewTokenBucket(algorithms.TokenBucketConfig{Rate: s.Global.Rate.Rate, Burst: max(1, s.Global.Burst)}, now)
-		if err != nil {
-			return nil, nil, fmt.Errorf("shaping.global: %w", err)
-		}
-		ls = append(ls, b)
-		notes = append(notes, "global limit simulated as if this worker were alone")
-	}
-	if !s.PerKey.Rate.IsZero() || (!s.Global.RedisURL.IsZero() && !s.Global.PerKey.Rate.IsZero()) {
-		notes = append(notes, "per-key limits not simulated (traces carry no keys)")
-	}
-	if s.Adaptive.Mode != "off" {
-		notes = append(notes, "adaptive control not simulated (no downstream feedback)")
-	}
-	if len(ls) == 1 {
-		return dr, notes, nil
-	}
-	return algorithms.NewAll(ls...), notes, nil
-}
-
 // waitHist holds every queue wait, for exact percentiles (nearest rank).
 type waitHist struct {
 	waits  []float64 // seconds; sorted lazily by quantile
@@ -307,33 +270,33 @@ type simResult struct {
 	virtualElapsed float64
 }
 
-type chunk struct {
-	at float64
-	n  int64
-}
-
-// simulate runs the trace through the shaping in virtual time.
-func simulate(s config.Shaping, tr *trace, bucket time.Duration) (*simResult, error) {
-	return simulateFrom(s, tr, bucket, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+// simulate runs the trace through the config's engine in virtual time.
+func simulate(c *config.Config, tr *trace, bucket time.Duration) (*simResult, error) {
+	return simulateFrom(c, tr, bucket, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // simulateFrom is simulate with the trace starting at t0.
-func simulateFrom(s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
-	return simulateCtx(context.Background(), s, tr, bucket, t0)
+func simulateFrom(c *config.Config, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
+	return simulateCtx(context.Background(), c, tr, bucket, t0)
 }
 
 // simulateCtx is simulateFrom that stops with ctx's error when ctx is done
 // (SIGINT, SIGTERM).
-func simulateCtx(ctx context.Context, s config.Shaping, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
+func simulateCtx(ctx context.Context, c *config.Config, tr *trace, bucket time.Duration, t0 time.Time) (*simResult, error) {
 	if bucket < 0 {
 		return nil, fmt.Errorf("--bucket %v is negative", bucket)
 	}
 	if bucket > 0 && tr.end/bucket.Seconds() > maxSimBuckets {
 		return nil, fmt.Errorf("--bucket %v gives %.0f points over the trace's %g s; the limit is %d", bucket, tr.end/bucket.Seconds(), tr.end, maxSimBuckets)
 	}
-	lim, notes, err := shaperFor(s, t0)
+	s := c.Shaping
+	ec, notes, err := engineConfig(c, t0)
 	if err != nil {
 		return nil, err
+	}
+	if ec.Fairness != nil || ec.Priority != nil {
+		ec.Fairness, ec.Priority = nil, nil
+		notes = append(notes, "fairness and priority lanes not simulated with one trace (it carries no keys; see --tenant)")
 	}
 	width := bucket.Seconds()
 	if width <= 0 {
@@ -346,19 +309,13 @@ func simulateCtx(ctx context.Context, s config.Shaping, tr *trace, bucket time.D
 		bound = math.Min(bound, s.Peak.PerSecond()+1)
 	}
 	res.envelopeBound = bound
-	queueSize := int64(s.QueueSize)
-	low := queueSize / 2
 	horizon := tr.end + 7*24*3600 // stop after a week of draining at the latest
 
 	var (
-		backlog, queue []chunk // FIFO of chunks
-		nBacklog       int64
-		nQueue         int64
-		materialised   int64
-		total          = tr.total()
-		paused         bool
-		now            float64
-		window         []float64 // admission times in the last second
+		nQueue, nBacklog int64
+		paused           bool
+		now              float64
+		window           []float64 // admission times in the last second
 	)
 	bucketAt := func(sec float64) *simBucket {
 		i := int(sec / width)
@@ -383,94 +340,44 @@ func simulateCtx(ctx context.Context, s config.Shaping, tr *trace, bucket time.D
 		}
 		now = to
 	}
-	steps := 0
-	for now < horizon {
-		if steps++; steps%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		// Arrivals into the broker.
-		if a := tr.arrivedBy(now); a > materialised {
-			k := a - materialised
-			backlog = append(backlog, chunk{at: now, n: k})
-			nBacklog += k
-			materialised = a
-			bucketAt(now).arrivals += k
-			res.arrived += k
-		}
-		// The source fills the queue unless paused.
-		if paused && nQueue <= low {
-			paused = false
-		}
-		for !paused && nBacklog > 0 {
-			c := &backlog[0]
-			k := min(c.n, queueSize-nQueue)
-			if k <= 0 {
-				break
+	obs := observer{
+		arrived: func(_ int, n int64, at float64) {
+			bucketAt(at).arrivals += n
+			res.arrived += n
+		},
+		admitted: func(_ int, k int64, at float64) {
+			bk := bucketAt(at)
+			w := math.Max(0, at-tr.timeOf(k))
+			bk.wait.add(w, 1)
+			res.all.add(w, 1)
+			bk.admitted++
+			res.admitted++
+			window = append(window, at)
+			for len(window) > 0 && window[0] <= at-1 {
+				window = window[1:]
 			}
-			queue = append(queue, chunk{at: c.at, n: k})
-			nQueue += k
-			nBacklog -= k
-			c.n -= k
-			if c.n == 0 {
-				backlog = backlog[1:]
-			}
-			if nQueue >= queueSize {
-				paused = true
-				res.pauses++
-			}
-		}
-		res.maxQueue = max(res.maxQueue, nQueue)
-		res.maxBacklog = max(res.maxBacklog, nBacklog)
-		bk := bucketAt(now)
-		bk.queueMax = max(bk.queueMax, nQueue)
-		// The shaper admits from the head of the queue.
-		if nQueue > 0 {
-			wait, ok := lim.Reserve(t0.Add(time.Duration(now*1e9)), 1)
-			if ok && wait == 0 {
-				c := &queue[0]
-				c.n--
-				nQueue--
-				w := now - c.at
-				bk.wait.add(w, 1)
-				res.all.add(w, 1)
-				bk.admitted++
-				res.admitted++
-				if c.n == 0 {
-					queue = queue[1:]
+			if n := int64(len(window)); n > res.maxWindow {
+				res.maxWindow = n
+				if float64(n) > bound+1e-9 {
+					res.envelopeOK = false
 				}
-				window = append(window, now)
-				for len(window) > 0 && window[0] <= now-1 {
-					window = window[1:]
-				}
-				if n := int64(len(window)); n > res.maxWindow {
-					res.maxWindow = n
-					if float64(n) > bound+1e-9 {
-						res.envelopeOK = false
-					}
-				}
-				res.drainedAt = now
-				continue
 			}
-			if ok {
-				lim.Cancel(t0.Add(time.Duration(now*1e9)), 1)
-			}
-			step := max(wait.Seconds(), 1e-6)
-			next := now + step
-			if materialised < total {
-				next = math.Min(next, math.Max(tr.timeOf(materialised+1), now+1e-6))
-			}
+			res.drainedAt = at
+		},
+		step: func(at, next float64, st engineState) {
+			nQueue, nBacklog, paused, res.pauses = int64(st.queue), st.backlog, st.paused, st.pauses
+			res.maxQueue = max(res.maxQueue, nQueue)
+			res.maxBacklog = max(res.maxBacklog, nBacklog)
+			bk := bucketAt(at)
+			bk.queueMax = max(bk.queueMax, nQueue)
 			advance(next)
-			continue
-		}
-		if materialised >= total && nBacklog == 0 {
-			break
-		}
-		if nBacklog > 0 { // paused with an empty queue cannot happen, but be safe
-			advance(now + 1e-3)
-			continue
-		}
-		advance(math.Max(tr.timeOf(materialised+1), now+1e-6))
+		},
 	}
+	end, err := runEngine(ctx, ec, []*trace{tr}, []string{""}, [][]int{{0}}, t0, horizon, obs)
+	if err != nil {
+		return nil, err
+	}
+	now = math.Max(now, end)
 	// Close the remaining buckets through the end of the trace.
 	advance(math.Max(now, tr.end))
 	if b := len(res.buckets) - 1; b >= 0 {
@@ -484,11 +391,11 @@ func simulateCtx(ctx context.Context, s config.Shaping, tr *trace, bucket time.D
 		}
 		res.buckets = res.buckets[:k]
 	}
-	res.unfinished = nQueue + nBacklog
+	res.unfinished = tr.total() - res.admitted
 	for _, b := range res.buckets {
 		res.pausedSec += b.pausedSec
 	}
-	res.virtualElapsed = now
+	res.virtualElapsed = end
 	return res, nil
 }
 

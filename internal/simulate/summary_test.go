@@ -59,7 +59,7 @@ func TestSimulateWarnsWhenArrivalsOutrunTheRate(t *testing.T) {
 		for i, n := range tr.count {
 			tr.cum[i+1] = tr.cum[i] + n
 		}
-		res, err := simulate(cfg.Shaping, tr, 0)
+		res, err := simulate(cfg, tr, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,6 +121,9 @@ func Check(cfg *config.Config) config.Problems {
 	}
 
 	ec, err := engineConfig(cfg)
+	if err == nil {
+		_, err = fileState(cfg)
+	}
 	if err != nil {
 		// "shaping.state_dir: ..." names its field: report it there, once.
 		if field, rest, ok := strings.Cut(err.Error(), ": "); ok && strings.HasPrefix(field, "shaping.") && !strings.ContainsAny(field, " \t") {

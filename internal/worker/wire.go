@@ -320,7 +320,36 @@ func buildDeadLetter(cfg *config.Config, cl *closers) (pacer.DeadLetterer, error
 	return s, nil
 }
 
-// engineConfig maps the non-shaping settings.
+// EngineConfig is the engine configuration a worker builds from cfg when it
+// starts at now: the engine settings and the local shaping, mapped as New
+// maps them, with no source, sink, dead-letter writer, hooks, state store
+// or shaping.global limiters (the caller adds what it runs with). `pacer
+// simulate` runs the engine it describes on virtual time.
+func EngineConfig(cfg *config.Config, now time.Time) (pacer.Config, error) {
+	ec, err := engineConfig(cfg)
+	if err != nil {
+		return pacer.Config{}, err
+	}
+	if ec.Shaping, err = LocalShaping(cfg.Shaping, now); err != nil {
+		return pacer.Config{}, err
+	}
+	return ec, nil
+}
+
+// fileState is shaping.state_dir's state store (nil when unset).
+func fileState(cfg *config.Config) (pacer.StateStore, error) {
+	dir := cfg.Shaping.StateDir
+	if dir == "" {
+		return nil, nil
+	}
+	f, err := pacer.NewFileState(dir)
+	if err != nil {
+		return nil, fmt.Errorf("shaping.state_dir: %w", err)
+	}
+	return f, nil
+}
+
+// engineConfig maps the non-shaping settings (the state store aside).
 func engineConfig(cfg *config.Config) (pacer.Config, error) {
 	ord, err := pacer.ParseOrdering(cfg.Ordering)
 	if err != nil {
@@ -335,16 +364,7 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 		attempts = pacer.None // config: 0 retries forever
 	}
 	a := cfg.Shaping.Adaptive
-	var state pacer.StateStore
-	if dir := cfg.Shaping.StateDir; dir != "" {
-		f, err := pacer.NewFileState(dir)
-		if err != nil {
-			return pacer.Config{}, fmt.Errorf("shaping.state_dir: %w", err)
-		}
-		state = f
-	}
 	return pacer.Config{
-		State:         state,
 		StateInterval: cfg.Shaping.StateInterval.D(),
 		QueueSize:     cfg.Shaping.QueueSize,
 		QueueBytes:    int64(cfg.Shaping.QueueBytes),

@@ -63,14 +63,14 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 		}
 	}()
 	now := time.Now()
-	ec, err := engineConfig(cfg)
+	ec, err := EngineConfig(cfg, now)
 	if err != nil {
 		return nil, err
 	}
-	sh, err := LocalShaping(cfg.Shaping, now)
-	if err != nil {
+	if ec.State, err = fileState(cfg); err != nil {
 		return nil, err
 	}
+	sh := ec.Shaping
 	w.shaping = sh
 	if w.global, err = w.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
 		return nil, err
