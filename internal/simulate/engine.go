@@ -33,19 +33,26 @@ func (a *activity) bump() { a.n.Add(1) }
 
 // vclock is a pacer.Clock on virtual time: Now moves only when the driver
 // advances it, and a timer fires only when Now reaches its deadline.
+//
+// It also tells the driver whether the engine waits for time: a goroutine
+// that Reset a timer is about to block on it (the engine's sleepers arm
+// their timer right before they block; they create it stopped), so a
+// timer running since its last Reset is a wait. A timer running since
+// NewTimer is not: its goroutine has not said it waits.
 type vclock struct {
 	act    *activity
 	mu     sync.Mutex
 	now    time.Time
 	timers []*vtimer
-	armed  int // timers running
+	waits  int // timers running since a Reset
 }
 
 type vtimer struct {
-	c  *vclock
-	ch chan time.Time // cap 1: a fired timer's value waits here
-	at time.Time
-	on bool
+	c    *vclock
+	ch   chan time.Time // cap 1: a fired timer's value waits here
+	at   time.Time
+	on   bool
+	wait bool // on since a Reset
 }
 
 func (c *vclock) Now() time.Time {
@@ -58,7 +65,7 @@ func (c *vclock) NewTimer(d time.Duration) pacer.Timer {
 	t := &vtimer{c: c, ch: make(chan time.Time, 1)}
 	c.mu.Lock()
 	c.timers = append(c.timers, t)
-	t.startLocked(d)
+	t.startLocked(d, false)
 	c.mu.Unlock()
 	c.act.bump()
 	return t
@@ -78,7 +85,7 @@ func (t *vtimer) Stop() bool {
 func (t *vtimer) Reset(d time.Duration) bool {
 	t.c.mu.Lock()
 	was := t.stopLocked()
-	t.startLocked(d)
+	t.startLocked(d, true)
 	t.c.mu.Unlock()
 	t.c.act.bump()
 	return was
@@ -86,10 +93,7 @@ func (t *vtimer) Reset(d time.Duration) bool {
 
 func (t *vtimer) stopLocked() bool {
 	was := t.on
-	if t.on {
-		t.on = false
-		t.c.armed--
-	}
+	t.offLocked()
 	select {
 	case <-t.ch:
 	default:
@@ -97,15 +101,25 @@ func (t *vtimer) stopLocked() bool {
 	return was
 }
 
-// startLocked runs the timer for d; d <= 0 fires it at once.
-func (t *vtimer) startLocked(d time.Duration) {
+func (t *vtimer) offLocked() {
+	if t.on && t.wait {
+		t.c.waits--
+	}
+	t.on, t.wait = false, false
+}
+
+// startLocked runs the timer for d (a wait if reset); d <= 0 fires it at
+// once.
+func (t *vtimer) startLocked(d time.Duration, reset bool) {
 	if d <= 0 {
 		t.ch <- t.c.now
 		return
 	}
 	t.at = t.c.now.Add(d)
-	t.on = true
-	t.c.armed++
+	t.on, t.wait = true, reset
+	if reset {
+		t.c.waits++
+	}
 }
 
 // next is the earliest running timer's deadline.
@@ -129,50 +143,55 @@ func (c *vclock) advance(to time.Time) {
 	c.now = to
 	for _, t := range c.timers {
 		if t.on && !t.at.After(to) {
-			t.on = false
-			c.armed--
+			t.offLocked()
 			t.ch <- to
 		}
 	}
 }
 
-func (c *vclock) running() int {
+// waiting is how many goroutines wait for a timer (see vclock).
+func (c *vclock) waiting() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.armed
+	return c.waits
 }
 
 // simSource is the broker and the consumer: the driver releases each
 // tenant's messages at their arrival times, and each path (a partition, a
 // subject) hands its tenants' released messages to the engine in arrival
-// order while the engine has not paused it.
+// order while the engine has not paused the source. The paths take turns,
+// round-robin, one hand-over at a time (a hand-over that waits for room in
+// the queue lets the next path go on), so a run is repeatable.
 type simSource struct {
 	act      *activity
 	acker    pacer.Acker
 	tr       []*trace
 	keys     [][]byte
+	waiting  func() int    // the engine's hand-overs waiting for room
+	wake     chan struct{} // cap 1: the dispatcher may have work
 	mu       sync.Mutex
 	released []int64 // per tenant: arrived so far
 	read     []int64 // per tenant: handed over (or being handed over)
 	handed   int64   // hand-overs the engine took
 	paths    []*simPath
+	turn     int // the path whose turn is next
 	paused   bool
 	pauses   int
 }
 
 type simPath struct {
 	tenants   []int
-	wake      chan struct{} // cap 1
+	give      chan *pacer.Message
 	inDeliver bool
 }
 
 func newSimSource(act *activity, tr []*trace, names []string, paths [][]int, acker pacer.Acker) *simSource {
-	s := &simSource{act: act, acker: acker, tr: tr, released: make([]int64, len(tr)), read: make([]int64, len(tr))}
+	s := &simSource{act: act, acker: acker, tr: tr, wake: make(chan struct{}, 1), released: make([]int64, len(tr)), read: make([]int64, len(tr))}
 	for _, n := range names {
 		s.keys = append(s.keys, []byte(n))
 	}
 	for _, p := range paths {
-		s.paths = append(s.paths, &simPath{tenants: p, wake: make(chan struct{}, 1)})
+		s.paths = append(s.paths, &simPath{tenants: p, give: make(chan *pacer.Message)})
 	}
 	return s
 }
@@ -188,52 +207,93 @@ func (s *simSource) nextOf(p *simPath) int {
 	return best
 }
 
-func (s *simSource) finished(p *simPath) bool {
-	for _, i := range p.tenants {
-		if s.read[i] < s.tr[i].total() {
+func (s *simSource) finished() bool {
+	for i, tr := range s.tr {
+		if s.read[i] < tr.total() {
+			return false
+		}
+	}
+	for _, p := range s.paths {
+		if p.inDeliver {
 			return false
 		}
 	}
 	return true
 }
 
-func (s *simSource) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(s.paths))
-	for i, p := range s.paths {
-		wg.Go(func() { errs[i] = s.runPath(ctx, p, deliver) })
+// ready is the next path, in turn, with a hand-over to make (nil: none).
+func (s *simSource) ready() *simPath {
+	if s.paused {
+		return nil
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	for j := range s.paths {
+		p := s.paths[(s.turn+j)%len(s.paths)]
+		if !p.inDeliver && s.nextOf(p) >= 0 {
+			s.turn = (s.turn + j + 1) % len(s.paths)
+			return p
+		}
+	}
+	return nil
 }
 
-func (s *simSource) runPath(ctx context.Context, p *simPath, deliver func(context.Context, *pacer.Message) error) error {
+// Run dispatches the hand-overs: one at a time, each to its path's
+// goroutine, going on once it is done or waits for room in the queue.
+func (s *simSource) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, p := range s.paths {
+		wg.Go(func() { s.runPath(ctx, p, deliver) })
+		defer close(p.give)
+	}
 	for {
 		s.mu.Lock()
-		i := -1
-		for {
-			if s.finished(p) {
-				s.mu.Unlock()
+		p := s.ready()
+		if p == nil {
+			done := s.finished()
+			s.mu.Unlock()
+			if done {
 				return nil
 			}
-			if !s.paused {
-				if i = s.nextOf(p); i >= 0 {
-					break
-				}
-			}
-			s.mu.Unlock()
 			select {
-			case <-p.wake:
+			case <-s.wake:
 			case <-ctx.Done():
 				return nil
 			}
-			s.mu.Lock()
+			continue
 		}
+		i := s.nextOf(p)
 		s.read[i]++
 		m := &pacer.Message{Key: s.keys[i], Partition: int32(i), Offset: s.read[i], Delivered: 1, Acker: s.acker}
 		p.inDeliver = true
 		s.mu.Unlock()
 		s.act.bump()
+		select {
+		case p.give <- m:
+		case <-ctx.Done():
+			return nil
+		}
+		// Wait until the hand-over is done or waits for room (every path
+		// inside deliver is then registered as waiting).
+		for {
+			s.mu.Lock()
+			in := 0
+			for _, q := range s.paths {
+				if q.inDeliver {
+					in++
+				}
+			}
+			mine := p.inDeliver
+			s.mu.Unlock()
+			if !mine || s.waiting() == in || ctx.Err() != nil {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+func (s *simSource) runPath(ctx context.Context, p *simPath, deliver func(context.Context, *pacer.Message) error) {
+	for m := range p.give {
 		err := deliver(ctx, m)
 		s.mu.Lock()
 		p.inDeliver = false
@@ -241,11 +301,17 @@ func (s *simSource) runPath(ctx context.Context, p *simPath, deliver func(contex
 			s.handed++
 		}
 		s.mu.Unlock()
-		s.act.bump()
-		if err != nil {
-			return nil // the engine is stopping
-		}
+		s.poke()
 	}
+}
+
+// poke wakes the dispatcher.
+func (s *simSource) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	s.act.bump()
 }
 
 func (s *simSource) Pause() {
@@ -261,32 +327,21 @@ func (s *simSource) Pause() {
 func (s *simSource) Resume() {
 	s.mu.Lock()
 	s.paused = false
-	s.wakeLocked()
 	s.mu.Unlock()
-	s.act.bump()
-}
-
-func (s *simSource) wakeLocked() {
-	for _, p := range s.paths {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
-	}
+	s.poke()
 }
 
 // release makes each tenant's messages up to released[i] available.
 func (s *simSource) release(released []int64) {
 	s.mu.Lock()
 	copy(s.released, released)
-	s.wakeLocked()
 	s.mu.Unlock()
-	s.act.bump()
+	s.poke()
 }
 
 // quiet reports whether no path has a hand-over to make (each waits for
 // arrivals, is paused, or is inside deliver), with how many are inside
-// deliver, the hand-overs done and whether the source is paused.
+// deliver and the hand-overs done.
 func (s *simSource) quiet() (ok bool, inDeliver int, handed int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -300,6 +355,14 @@ func (s *simSource) quiet() (ok bool, inDeliver int, handed int64) {
 		}
 	}
 	return true, inDeliver, s.handed
+}
+
+// drained reports whether every message was handed over and, with
+// settled settlements, settled.
+func (s *simSource) drained(settled int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished() && s.handed == settled
 }
 
 // state is what the broker holds (released, not yet handed over), whether
@@ -427,6 +490,7 @@ func runEngine(ctx context.Context, ec pacer.Config, trs []*trace, names []strin
 	if err != nil {
 		return 0, err
 	}
+	src.waiting = func() int { return eng.Status().HandOversWaiting }
 	ectx, stop := context.WithCancel(context.Background())
 	defer stop()
 	runErr := make(chan error, 1)
@@ -441,6 +505,9 @@ func runEngine(ctx context.Context, ec pacer.Config, trs []*trace, names []strin
 		}
 		return t0.Add(time.Duration(math.Ceil(trs[i].timeOf(released[i]+1) * 1e9)))
 	}
+	// release makes the messages arrived by now available to the source,
+	// telling obs first (then the clock moves: the engine wakes only
+	// after).
 	release := func(now time.Time) {
 		for i, tr := range trs {
 			n := released[i]
@@ -451,6 +518,7 @@ func runEngine(ctx context.Context, ec pacer.Config, trs []*trace, names []strin
 				obs.arrived(i, k, sec(now))
 			}
 		}
+		clock.advance(now)
 		src.release(released)
 	}
 	// settled reports whether the engine waits for the clock: the source
@@ -465,7 +533,7 @@ func runEngine(ctx context.Context, ec pacer.Config, trs []*trace, names []strin
 		if inDeliver > 0 && eng.Status().HandOversWaiting != inDeliver {
 			return false
 		}
-		if handed != acker.settled.Load() && clock.running() == 0 {
+		if handed != acker.settled.Load() && clock.waiting() == 0 {
 			return false
 		}
 		return act.n.Load() == a
@@ -504,24 +572,29 @@ func runEngine(ctx context.Context, ec pacer.Config, trs []*trace, names []strin
 			<-runErr
 			return sec(now), ctx.Err()
 		}
+		backlog, paused, pauses := src.state()
+		st := engineState{queue: eng.Status().QueueDepth, backlog: backlog, paused: paused, pauses: pauses}
+		if src.drained(acker.settled.Load()) {
+			// Every message handed over and settled: the engine finishes
+			// on its own, without the clock.
+			obs.step(sec(now), sec(now), st)
+			return sec(now), <-runErr
+		}
 		next, ok := clock.next()
 		for i := range trs {
 			if at := nextAt(i); !at.IsZero() && (!ok || at.Before(next)) {
 				next, ok = at, true
 			}
 		}
-		backlog, paused, pauses := src.state()
-		st := engineState{queue: eng.Status().QueueDepth, backlog: backlog, paused: paused, pauses: pauses}
 		if !ok || sec(next) > horizon {
-			// Nothing more will happen (the engine is finishing), or the
-			// horizon is reached: stop the engine.
+			// Nothing more can happen, or the horizon is reached: stop
+			// the engine (what it holds is left unfinished).
 			obs.step(sec(now), math.Max(sec(now), math.Min(horizon, sec(next))), st)
 			stop()
 			return sec(now), <-runErr
 		}
 		obs.step(sec(now), sec(next), st)
 		now = next
-		clock.advance(now)
 		release(now)
 	}
 }
