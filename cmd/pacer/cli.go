@@ -27,7 +27,7 @@ type cli struct {
 	Validate validateCmd `cmd:"" help:"Check a config file: every problem at once, or a summary of what it will do."`
 	Run      runCmd      `cmd:"" help:"Run the worker: consume, shape, deliver. SIGTERM drains, SIGHUP reloads shaping."`
 	Demo     demoCmd     `cmd:"" help:"Zero set-up demo: in-process NATS JetStream, a rate-limited API and the real engine, with live progress, a summary and a chart."`
-	Simulate simulateCmd `cmd:"" help:"Replay an arrival trace through the configured shaper in virtual time; write a chart and a CSV."`
+	Simulate simulateCmd `cmd:"" help:"Replay an arrival trace through the configured engine on a virtual clock; write a chart and a CSV."`
 	Status   statusCmd   `cmd:"" help:"Print the backlog (lag, pending, oldest age, drain time): of a running worker (--addr), or read-only from the broker for a config (-c)."`
 
 	Healthcheck healthcheckCmd `cmd:"" help:"Probe a worker's admin listener (GET /readyz): exit 0 when ready, 1 otherwise. For container health checks."`

@@ -10,7 +10,7 @@ import (
 )
 
 type simulateCmd struct {
-	Config string        `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file whose shaping to simulate."`
+	Config string        `short:"c" required:"" type:"path" placeholder:"FILE" help:"Config file to simulate: the engine is built from it as run builds it, with an in-memory source and sink on a virtual clock."`
 	Trace  string        `type:"path" placeholder:"CSV" help:"Arrival trace: CSV rows 'seconds,count' (count messages arrive, spread evenly, from that offset to the next row). Required unless --tenant is given."`
 	Tenant []string      `placeholder:"NAME=CSV" help:"A tenant and its arrival trace (repeat): simulate the tenants sharing the queue in FIFO order and with fairness, and chart each tenant's wait."`
 	Out    string        `required:"" type:"path" placeholder:"DIR" help:"Directory for chart.png, chart.svg and simulation.csv."`
@@ -18,9 +18,9 @@ type simulateCmd struct {
 	Start  string        `default:"2026-01-01T00:00:00Z" placeholder:"RFC3339" help:"When the trace starts (shaping.schedule and calendar quotas follow the clock from there)."`
 }
 
-// Run replays the trace through the shaper in virtual time. A signal
+// Run replays the trace through the config's engine on a virtual clock. A signal
 // (SIGINT, SIGTERM) stops it at any phase, the report and charts included:
-// the work is pure computation and output files, so it is abandoned and the
+// the work is computation in memory and output files, so it is abandoned and the
 // command exits 1 saying it was interrupted.
 func (s simulateCmd) Run(e *env) error {
 	done := make(chan error, 1)

@@ -164,7 +164,7 @@ func readTrace(path string) (*trace, error) {
 
 // Bounds on a trace, so that a simulation finishes in minutes at most: the
 // work is about one engine hand-over, admission and settlement per message
-// (some 7 µs: the diurnal trace's 7.4 M messages take under a minute), and
+// (some 5-10 µs: the diurnal trace's 7.4 M messages take about a minute), and
 // the chart has at most a few hundred points per trace-width.
 const (
 	maxTraceSeconds  = 366 * 24 * 3600
