@@ -166,3 +166,43 @@ func TestLimitFinderIgnoresABoardThatIsNotARate(t *testing.T) {
 		}
 	}
 }
+
+// An outage (every attempt answered 503 or timed out, nothing accepted)
+// is not a limit: the finder keeps what it had, so the recovery sends at
+// the learned rate at once instead of climbing back from the floor by
+// probes for a minute (chaos TestSinkOutage took 45 s to deliver 1,700
+// messages at 200/s after a 10 s outage).
+func TestLimitFinderOutageIsNotALimit(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(200, 2, 20, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(5*time.Second), 150)
+	f.throttle(clk.Now(), time.Time{})
+	learned, rate := f.limit, f.rate
+	// Ten seconds of 503s, nothing accepted, a throttle every 100 ms.
+	for range 100 {
+		clk.Add(100 * time.Millisecond)
+		f.throttle(clk.Now(), time.Time{})
+	}
+	if f.limit != learned || f.rate != rate {
+		t.Errorf("after an outage: limit %.1f rate %.1f, want %.1f and %.1f kept (no evidence of a limit)", f.limit, f.rate, learned, rate)
+	}
+}
+
+// An outage whose first half second still sees the answers already in
+// flight: that short, thin evidence takes at most half off, and what
+// follows (nothing accepted) takes nothing more.
+func TestLimitFinderOutageWithAnswersInFlight(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(200, 2, 20, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(5*time.Second), 190)
+	f.throttle(clk.Now(), time.Time{})
+	rate := f.rate
+	deliverAt(f, clk.Now(), clk.Add(600*time.Millisecond), 7) // 4 answers in flight come back
+	for range 100 {
+		clk.Add(100 * time.Millisecond)
+		f.throttle(clk.Now(), time.Time{})
+	}
+	if f.limit < 0.5*rate-1e-9 {
+		t.Errorf("after an outage: limit %.1f (rate %.1f), want at least half the %.1f it had (not the floor)", f.limit, f.rate, rate)
+	}
+}

@@ -37,23 +37,25 @@ func (s LimitSource) String() string {
 // APIs throttle in (seconds); they are not configuration on purpose: they
 // describe how much evidence is enough, not the downstream.
 const (
-	lfSlot       = 50 * time.Millisecond // delivery counting resolution
-	lfSlots      = 128                   // ring: 6.4s of history
-	lfWindow     = 4 * time.Second       // measurement window before a throttle
-	lfMinActive  = 500 * time.Millisecond
-	lfSecActive  = 800 * time.Millisecond
-	lfHeadroom   = 0.95 // cruise at this share of the measured limit
-	lfBackoff    = 0.6  // decrease when the evidence is too short to measure
-	lfProbeGain  = 1.25 // probe rate over the learned limit
-	lfProbeMin   = 1.2  // and at least this, bisecting
-	lfProbeLen   = time.Second
-	lfProbeFirst = 15 * time.Second // first probe after a throttle
-	lfProbeWeak  = 2 * time.Second  // first probe after a guess (no measurement)
-	lfProbeMax   = 60 * time.Second // probes back off to this
-	lfEpisode    = 500 * time.Millisecond
-	lfCycle      = 5 * time.Second // a throttle this soon after the last one is a quick one
-	lfBurstShare = 0.05            // burst after a throttle: 50ms worth of the rate
-	lfBurstFloor = 0.85            // the burst-corrected bound takes at most 15% off
+	lfSlot          = 50 * time.Millisecond // delivery counting resolution
+	lfSlots         = 128                   // ring: 6.4s of history
+	lfWindow        = 4 * time.Second       // measurement window before a throttle
+	lfMinActive     = 500 * time.Millisecond
+	lfSecActive     = 800 * time.Millisecond
+	lfHeadroom      = 0.95 // cruise at this share of the measured limit
+	lfBackoff       = 0.6  // decrease when the evidence is too short to measure
+	lfProbeGain     = 1.25 // probe rate over the learned limit
+	lfProbeMin      = 1.2  // and at least this, bisecting
+	lfProbeLen      = time.Second
+	lfProbeFirst    = 15 * time.Second // first probe after a throttle
+	lfProbeWeak     = 2 * time.Second  // first probe after a guess (no measurement)
+	lfProbeMax      = 60 * time.Second // probes back off to this
+	lfEpisode       = 500 * time.Millisecond
+	lfCycle         = 5 * time.Second // a throttle this soon after the last one is a quick one
+	lfBurstShare    = 0.05            // burst after a throttle: 50ms worth of the rate
+	lfBurstFloor    = 0.85            // the burst-corrected bound takes at most 15% off
+	lfShortEvidence = 2 * time.Second // less evidence than this takes off at most
+	lfShortCut      = 0.5             // this share of the rate
 )
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
@@ -233,6 +235,16 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	if now.Before(f.guard) {
 		return false
 	}
+	if f.outage(now) {
+		// Nothing accepted over the window while we could send: an outage
+		// (503s, timeouts) or nothing sent, not a rate the downstream
+		// takes. No evidence of a limit: keep it (the breaker deals with
+		// an outage), or every retry during one would drive the limit to
+		// the floor and the recovery would climb back by probes for a
+		// minute.
+		f.guard = maxTime(gateEnd, now.Add(lfEpisode))
+		return false
+	}
 	f.throts++
 	f.guard = maxTime(gateEnd, now.Add(lfEpisode))
 	prevGate := f.lastGateEnd
@@ -329,6 +341,13 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		default:
 			lim = min(m, f.rate, max(sec, f.rate*lfBackoff))
 		}
+		if act < lfShortEvidence {
+			// Under two seconds of evidence (a throttle soon after the last,
+			// the answers still in flight when an outage began) take at most
+			// half off: a few such throttles still find a limit that fell
+			// by ten, and an outage's first seconds do not read as one.
+			lim = max(lim, lfShortCut*f.rate)
+		}
 	}
 	f.limit = max(lim, f.floor)
 	every := f.probeEvery
@@ -341,6 +360,14 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 	f.burst = f.burstFor(f.rate)
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: now})
 	return true
+}
+
+// outage: over the last measurement window, sending was possible for at
+// least lfMinActive and the downstream accepted nothing.
+func (f *limitFinder) outage(now time.Time) bool {
+	end := f.evidenceEnd(now)
+	from := maxTime(maxTime(end.Add(-lfWindow), f.start), f.lastGateEnd)
+	return f.active(from, end) >= lfMinActive && f.count(from, end) == 0
 }
 
 // headers folds in an advertised budget: remaining requests until left
