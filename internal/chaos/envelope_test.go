@@ -74,19 +74,7 @@ func TestKillRestartEnvelopeNATS(t *testing.T) {
 	t.Cleanup(api.Close)
 	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", envShaping(t.TempDir()), ""))
 
-	w := startWorker(t, cfg, "")
-	binharness.Eventually(t, 60*time.Second, "the first deliveries", func() bool {
-		return count(api.Accepted()).unique >= envKillAfter
-	})
-	w.Kill()
-	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
-	w = startWorker(t, cfg, "")
-	binharness.Eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
-		return count(api.Accepted()).unique >= envMessages
-	})
-	if code := w.Stop(t, time.Minute); code != 0 {
-		t.Errorf("SIGTERM: exit %d want 0", code)
-	}
+	killAndRestart(t, cfg, api)
 	checkArrivals(t, api, envRate, envBurst, envPeak, 2)
 	t.Logf("RESULT restart gap (longest between two arrivals) %v", longestGap(api.Arrivals()))
 }
@@ -199,6 +187,25 @@ global:
   rate: 1000/s
   burst: 100`, envRate, envBurst, envPeak, rs.URL, rs.Prefix)
 	cfg := binharness.WriteFile(t, "nats.yaml", natsConfig(url, stream, api.URL(), "", shaping, ""))
+	w := killAndRestart(t, cfg, api)
+	if !strings.Contains(w.Output(), "restored after a crash") {
+		t.Errorf("the restarted worker did not restore the state from Redis; its log:\n%s", binharness.Tail(w.Output(), 2000))
+	}
+	// The token bucket is what the saved state protects. The peak is only
+	// logged: with a global stage the first admissions of a process wait
+	// for Redis's first lease after the local peak pacer spaced them, and
+	// reach the API together (+2.9 once at start-up, not across the kill).
+	checkArrivals(t, api, envRate, envBurst, 0, 2)
+	pk := api.Envelope(envPeak, 1)
+	t.Logf("RESULT peak excess %v, shortest gap %v", pk, testapi.MinGap(api.Arrivals()))
+}
+
+// killAndRestart runs a worker on cfg until envKillAfter messages reached
+// the API, SIGKILLs it, starts another on the same config, waits for every
+// message at the API and stops it with SIGTERM (exit 0). It returns the
+// second worker.
+func killAndRestart(t *testing.T, cfg string, api *testapi.Server) *worker {
+	t.Helper()
 	w := startWorker(t, cfg, "")
 	binharness.Eventually(t, 60*time.Second, "the first deliveries", func() bool {
 		return count(api.Accepted()).unique >= envKillAfter
@@ -212,14 +219,5 @@ global:
 	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)
 	}
-	if !strings.Contains(w.Output(), "restored after a crash") {
-		t.Errorf("the restarted worker did not restore the state from Redis; its log:\n%s", binharness.Tail(w.Output(), 2000))
-	}
-	// The token bucket is what the saved state protects. The peak is only
-	// logged: with a global stage the first admissions of a process wait
-	// for Redis's first lease after the local peak pacer spaced them, and
-	// reach the API together (+2.9 once at start-up, not across the kill).
-	checkArrivals(t, api, envRate, envBurst, 0, 2)
-	pk := api.Envelope(envPeak, 1)
-	t.Logf("RESULT peak excess %v, shortest gap %v", pk, testapi.MinGap(api.Arrivals()))
+	return w
 }
