@@ -109,23 +109,9 @@ func TestEmptyStreamLargeQueueIsCheap(t *testing.T) {
 	}
 	runtime.GC()
 	before := allocated()
-	src := pacertest.NewSource(nil)
-	src.Hold = true
-	e, err := pacer.New(pacer.Config{Source: src, Sink: &pacertest.Sink{}, QueueSize: 1_000_000, MaxInFlight: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-	for e.Status().State != "running" {
-		runtime.Gosched()
-	}
+	_, stop := runIdle(t, 16)
 	grown := allocated() - before
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	t.Logf("RESULT queue_size 1,000,000, idle: %d bytes allocated from New to running", grown)
 	if grown > 1<<20 {
 		t.Errorf("an idle engine with queue_size 1,000,000 allocated %d bytes, want < 1 MiB (allocate as messages arrive)", grown)
@@ -146,27 +132,13 @@ func TestWorkersStartAsWorkAppears(t *testing.T) {
 	}
 	runtime.GC()
 	a0, _ := allocated()
-	src := pacertest.NewSource(nil)
-	src.Hold = true
-	e, err := pacer.New(pacer.Config{Source: src, Sink: &pacertest.Sink{}, QueueSize: 1_000_000, MaxInFlight: 10_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-	for e.Status().State != "running" {
-		runtime.Gosched()
-	}
+	e, stop := runIdle(t, 10_000)
 	for range 1000 {
 		runtime.Gosched() // time for workers started up front to appear
 	}
 	a1, _ := allocated()
 	st := e.Status()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	t.Logf("RESULT max_in_flight 10,000, idle: %d worker(s), %d bytes allocated from New to running", st.Workers, a1-a0)
 	if st.Workers != 1 || a1-a0 > 1<<20 {
 		t.Errorf("idle with MaxInFlight 10,000: %d workers, %d bytes allocated; want 1 and < 1 MiB", st.Workers, a1-a0)
@@ -208,4 +180,29 @@ func TestWorkersStartAsWorkAppears(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// runIdle starts an engine with queue_size 1,000,000 and maxInFlight on a
+// source that holds nothing and never ends, and returns it once running
+// with the function that stops it (and fails t if Run failed).
+func runIdle(t *testing.T, maxInFlight int) (*pacer.Engine, func()) {
+	t.Helper()
+	src := pacertest.NewSource(nil)
+	src.Hold = true
+	e, err := pacer.New(pacer.Config{Source: src, Sink: &pacertest.Sink{}, QueueSize: 1_000_000, MaxInFlight: maxInFlight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.Run(ctx) }()
+	for e.Status().State != "running" {
+		runtime.Gosched()
+	}
+	return e, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
