@@ -40,12 +40,7 @@ func recs(prefix string, n int) []sourcetest.Record {
 // TestInFlightCapPerPartition: with nothing settled, each partition hands
 // over at most MaxInFlightPerPartition messages; settling lets it go on.
 func TestInFlightCapPerPartition(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "cap")
-	createTopic(t, brokers, topic, 2)
-	if err := produce(brokers, topic, recs("cap", 100)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "cap", 2, 100)
 	s, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		MaxInFlightPerPartition: 3, SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
 	if err != nil {
@@ -275,12 +270,7 @@ func TestConfigValidate(t *testing.T) {
 // engine acks them only afterwards; those acks are ignored safely (the
 // session is gone) and the next owner gets every one of them again.
 func TestLateAcksAfterRevokeIgnored(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "late")
-	createTopic(t, brokers, topic, 2)
-	if err := produce(brokers, topic, recs("late", 20)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "late", 2, 20)
 	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 50 * time.Millisecond}
 	a, err := kafka.New(cfg)
@@ -314,4 +304,17 @@ func TestLateAcksAfterRevokeIgnored(t *testing.T) {
 		return m.Acker.Ack(ctx)
 	})
 	testkit.Eventually(t, 30*time.Second, "all 20 again at b", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 20 })
+}
+
+// filledTopic creates a topic of the given partitions, unique to the test,
+// on testenv's Kafka and produces n records named after it to it.
+func filledTopic(t *testing.T, name string, partitions int32, n int) (brokers []string, topic string) {
+	t.Helper()
+	brokers = testenv.Kafka(t)
+	topic = testenv.UniqueName(t, name)
+	createTopic(t, brokers, topic, partitions)
+	if err := produce(brokers, topic, recs(name, n)); err != nil {
+		t.Fatal(err)
+	}
+	return brokers, topic
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/pacer-dev/pacer/sources/sourcetest"
 
 	"github.com/IBM/sarama"
-	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
@@ -22,13 +21,8 @@ import (
 // messages were pending the partition stopped for good (a failed
 // dead-letter write stranded its partition on a long-running worker).
 func TestNakRedeliversWhileClaimed(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "nak")
-	createTopic(t, brokers, topic, 1)
 	const n = 40
-	if err := produce(brokers, topic, recs("nak", n)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "nak", 1, n)
 	src, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond,
 		MaxInFlightPerPartition: 4})
@@ -79,12 +73,7 @@ func TestNakRedeliversWhileClaimed(t *testing.T) {
 // the claim ends; a Nak after that does not hand the message over again at
 // the old owner; the next owner reads it from the committed offset.
 func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "nakrev")
-	createTopic(t, brokers, topic, 1)
-	if err := produce(brokers, topic, recs("nakrev", 5)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "nakrev", 1, 5)
 	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond}
 	a, err := kafka.New(cfg)

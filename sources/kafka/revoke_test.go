@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
@@ -54,13 +53,8 @@ func (h *handovers) first() []*pacer.Message {
 // next owner delivered the message a second time (issue 14: three workers
 // joining one group at start-up produced 16 duplicates).
 func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "revwait")
-	createTopic(t, brokers, topic, 2)
 	const n = 10
-	if err := produce(brokers, topic, recs("revwait", n)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "revwait", 2, n)
 	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond,
 		RevokeTimeout: 20 * time.Second}
@@ -158,12 +152,7 @@ func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
 // the group: after RevokeTimeout the partition is given up, a warning is
 // logged, and the next owner delivers the message again.
 func TestRevokeTimeoutBoundsTheWait(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "revto")
-	createTopic(t, brokers, topic, 1)
-	if err := produce(brokers, topic, recs("revto", 1)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "revto", 1, 1)
 	var logs syncBuf
 	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond,

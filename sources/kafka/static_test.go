@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafka"
@@ -21,13 +20,8 @@ import (
 // would wait the dead one's session out, is the chaos suite's
 // TestCrashKafka (SIGKILL; restart to first delivery ~10 s -> < 1 s).
 func TestStaticMemberTakesOverAtOnce(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	topic := testenv.UniqueName(t, "static")
-	createTopic(t, brokers, topic, 2)
 	const n = 20
-	if err := produce(brokers, topic, recs("static", n)); err != nil {
-		t.Fatal(err)
-	}
+	brokers, topic := filledTopic(t, "static", 2, n)
 	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		InstanceID: "worker-0", SessionTimeout: time.Minute, HeartbeatInterval: 100 * time.Millisecond,
 		CommitInterval: 20 * time.Millisecond}
