@@ -57,9 +57,8 @@ type controller struct {
 	warn      func(msg string, args ...any)
 	info      func(msg string, args ...any)
 	// Shared limit (Shaping.LimitBoard): the group's ceiling (GlobalRate)
-	// and how its rate and burst reach the Global budget.
-	groupCeiling float64
-	applyGroup   func(now time.Time, rate float64, burst int)
+	// and how its rate and burst reach the Global budget (zero: none).
+	group group
 
 	lastLimit float64     // c.mu: the learned limit last logged
 	lastSrc   LimitSource // and its source
@@ -71,7 +70,7 @@ type controller struct {
 
 func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time, g group) *controller {
 	c := &controller{cfg: cfg, inFlight: maxInFlight, burst: burst, minBurst: batch, maxPause: maxPause}
-	c.setGroup(g)
+	c.group = g
 	c.setCeiling(rate, now)
 	return c
 }
@@ -80,12 +79,6 @@ func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxIn
 type group struct {
 	ceiling float64
 	apply   func(now time.Time, rate float64, burst int)
-}
-
-// setGroup takes the group's ceiling and Global setter; the next
-// setCeiling builds the finder for it.
-func (c *controller) setGroup(g group) {
-	c.groupCeiling, c.applyGroup = g.ceiling, g.apply
 }
 
 func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
@@ -113,9 +106,9 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	// rate, and fed 429s it drives itself to its floor; the finder owns
 	// the throttle signal and caps PID's rate at the downstream's limit.
 	if (c.cfg.Mode == AdaptiveAuto || c.cfg.Mode == AdaptivePID) && c.ceiling > 0 {
-		if c.groupCeiling > 0 {
+		if c.group.ceiling > 0 {
 			// The group's limit: up to the Global budget's rate.
-			c.lf = newLimitFinder(c.groupCeiling, c.floor, c.burst, c.minBurst, now)
+			c.lf = newLimitFinder(c.group.ceiling, c.floor, c.burst, c.minBurst, now)
 			c.lf.share = &lfShare{}
 		} else {
 			c.lf = newLimitFinder(c.ceiling, c.floor, c.burst, c.minBurst, now)
@@ -298,8 +291,8 @@ func (c *controller) applyFinder(now time.Time, cause string) {
 	if c.cfg.Mode == AdaptivePID {
 		c.cur = min(c.cur, c.pidRate)
 	}
-	if c.applyGroup != nil && f.share != nil {
-		c.applyGroup(now, f.rate, f.burst)
+	if c.group.apply != nil && f.share != nil {
+		c.group.apply(now, f.rate, f.burst)
 	}
 	c.refresh(now, cause)
 }

@@ -375,7 +375,7 @@ func (e *Engine) Reload(s Shaping) error {
 	e.globalRetry.Store(int64(s.GlobalRetry))
 	e.sh.mu.Unlock()
 	e.ctrl.burst = s.Burst
-	e.ctrl.setGroup(e.groupOf(&s))
+	e.ctrl.group = e.groupOf(&s) // the next setCeiling builds the finder for it
 	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate, now)
 		e.applyRateExact(now, s.Rate, "reload")
