@@ -9,6 +9,9 @@
 // failed dead-letter write is retried and its partition does not stall
 // behind it. If the partition is revoked first, the message comes back to
 // the partition's next owner, which starts from the committed offset.
+// Messages final above an unfinished one when the partition is given up
+// (the engine finishes them in any order) are recorded in the commit's
+// metadata, and the next owner skips them (gap.go).
 package kafka
 
 import (
@@ -49,10 +52,17 @@ var (
 // (pacer.Revocable) and is given back instead of spending the rate budget
 // on a message the next owner reads again; deliveries already at the sink
 // (pacer.Claimer) are waited for, up to Config.RevokeTimeout, so their Acks
-// are marked and committed with the partition. A rebalance or a clean stop
-// therefore repeats nothing unless a delivery outlasts RevokeTimeout (it is
-// logged). Later Acks are ignored; the unfinished messages are redelivered
-// to the partition's next owner.
+// are marked and committed with the partition. Kafka commits one offset per
+// partition, so the commit stays below the first message that is not final
+// (one given back: it waited for its permit, or for a retry); the messages
+// already final above it are written into the commit's metadata, and the
+// partition's next owner (in this group, running this source) finishes them
+// without handing them over. A rebalance or a clean stop therefore repeats
+// nothing unless a delivery outlasts RevokeTimeout (it is logged), more than
+// fit in 2 KB of metadata are final above the gap (several hundred), or the
+// metadata cannot be read back when the next session starts (logged). Later
+// Acks are ignored; the unfinished messages are redelivered to the
+// partition's next owner.
 //
 // A Source runs once; its methods are safe for concurrent use.
 type Source struct {
@@ -98,7 +108,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	if s.ran.Swap(true) {
 		return errors.New("kafka: Source.Run called twice")
 	}
-	group, err := s.join(ctx)
+	group, client, err := s.join(ctx)
 	if err != nil {
 		return err
 	}
@@ -115,6 +125,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 		if err := group.Close(); err != nil {
 			s.cfg.Logger.Warn("kafka: closing consumer group", "group", s.cfg.Group, "err", err)
 		}
+		_ = client.Close()
 	}()
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -140,7 +151,7 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 		}
 	}()
 
-	h := &handler{s: s, deliver: deliver}
+	h := &handler{s: s, deliver: deliver, client: client}
 	for {
 		err := group.Consume(ctx, s.cfg.Topics, h)
 		select {
@@ -168,13 +179,28 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 	}
 }
 
-// join creates the consumer group client. While no broker answers it
-// retries with backoff (0.5s doubling to 30s), logging each failure and
-// reporting it through Ready, until ctx is done; other errors are
-// returned at once.
-func (s *Source) join(ctx context.Context) (sarama.ConsumerGroup, error) {
-	group, attempts, err := connretry.Until(ctx,
-		func() (sarama.ConsumerGroup, error) { return sarama.NewConsumerGroup(s.cfg.Brokers, s.cfg.Group, s.sc) },
+// join creates the client and the consumer group on it (the caller
+// closes both). While no broker answers it retries with backoff (0.5s
+// doubling to 30s), logging each failure and reporting it through Ready,
+// until ctx is done; other errors are returned at once.
+func (s *Source) join(ctx context.Context) (sarama.ConsumerGroup, sarama.Client, error) {
+	type joined struct {
+		group  sarama.ConsumerGroup
+		client sarama.Client
+	}
+	j, attempts, err := connretry.Until(ctx,
+		func() (joined, error) {
+			c, err := sarama.NewClient(s.cfg.Brokers, s.sc)
+			if err != nil {
+				return joined{}, err
+			}
+			g, err := sarama.NewConsumerGroupFromClient(s.cfg.Group, c)
+			if err != nil {
+				_ = c.Close()
+				return joined{}, err
+			}
+			return joined{g, c}, nil
+		},
 		func(err error) bool { return errors.Is(err, sarama.ErrOutOfBrokers) },
 		func(attempt int, wait time.Duration, err error) {
 			msg := fmt.Sprintf("no broker of %v answers (%v)", s.cfg.Brokers, err)
@@ -187,11 +213,11 @@ func (s *Source) join(ctx context.Context) (sarama.ConsumerGroup, error) {
 		if attempts > 1 {
 			s.cfg.Logger.Info("kafka: brokers reachable; joining the group", "group", s.cfg.Group, "attempts", attempts)
 		}
-		return group, nil
+		return j.group, j.client, nil
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return nil, err
+		return nil, nil, err
 	}
-	return nil, fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
+	return nil, nil, fmt.Errorf("kafka: consumer group %q: %w", s.cfg.Group, err)
 }
 
 // Pause stops fetching and handing over messages; see Source for the bound.
@@ -244,6 +270,11 @@ func (s *Source) stop(err error) {
 type handler struct {
 	s       *Source
 	deliver func(context.Context, *pacer.Message) error
+	client  sarama.Client
+	// done is what previous owners finished above the committed offsets
+	// of the session's claims (gap.go): written by Setup, read by the
+	// session's ConsumeClaims, which start after it.
+	done map[tp]doneAt
 }
 
 func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
@@ -255,6 +286,7 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.mu.Unlock()
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
+	h.done = s.fetchDone(h.client, sess.Claims())
 	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval, s.cfg.CommitAfter))
 	s.sessions.Add(1)
 	return nil
@@ -275,9 +307,15 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	s.repause(topic, partition)
 	limit := s.cfg.MaxInFlightPerPartition
 	cm := s.commit.Load()
+	// Offsets the previous owner finished above the committed one: not
+	// handed over again, and carried in every mark until passed.
+	var skip skipList
+	if d, ok := h.done[tp{topic, partition}]; ok && d.base == claim.InitialOffset() {
+		skip = d.done
+	}
 	prev := int64(-1) // the last mark (calls are serialised by the watermark)
 	w := newWatermark(limit, func(next int64) {
-		sess.MarkOffset(topic, partition, next, "")
+		sess.MarkOffset(topic, partition, next, encodeDone(next, skip.from(next)))
 		if cm != nil {
 			n := int64(1)
 			if prev >= 0 {
@@ -291,10 +329,23 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 	// Revoke before returning: sarama commits what was marked when the
 	// claim or session is released, and nothing may be marked after that.
 	// Deliveries at the sink finish first (bounded), so what reached the
-	// API is committed. Nak'ed messages not yet handed over again go to the
-	// partition's next owner.
+	// API is committed; what is final above a gap goes in the commit's
+	// metadata (gap.go). Nak'ed messages not yet handed over again go to
+	// the partition's next owner.
 	defer func() {
-		s.giveUp(topic, partition, w)
+		low, done := s.giveUp(topic, partition, w)
+		if low >= 0 {
+			if all := merged(done, skip.from(low)); len(all) > 0 {
+				// The offset stays where it is (low is the next one to
+				// read): MarkOffset moves it up to low if it is below,
+				// ResetOffset sets the metadata at low.
+				meta := encodeDone(low, all)
+				sess.MarkOffset(topic, partition, low, meta)
+				sess.ResetOffset(topic, partition, low, meta)
+				s.cfg.Logger.Debug("kafka: partition given up above a gap; the next owner skips what is final",
+					"group", s.cfg.Group, "topic", topic, "partition", partition, "committed", low, "final_above", len(all))
+			}
+		}
 		rq.close()
 	}()
 	var timer *time.Timer
@@ -375,6 +426,12 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 		case <-ctx.Done():
 			return nil
 		}
+		if len(skip) > 0 && skip.has(msg.Offset) {
+			// Final at the previous owner: finished here, not handed over.
+			w.add(msg.Offset)
+			w.finish(msg.Offset)
+			continue
+		}
 		m := convert(msg)
 		m.Acker = &acker{w: w, rq: rq, msg: msg, delivered: 1}
 		w.add(msg.Offset)
@@ -391,8 +448,9 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 }
 
 // giveUp revokes a claimed partition's watermark once the deliveries of it
-// at the sink are over, or RevokeTimeout has passed.
-func (s *Source) giveUp(topic string, partition int32, w *watermark) {
+// at the sink are over, or RevokeTimeout has passed, and returns what
+// watermark.revoke returns (the gap).
+func (s *Source) giveUp(topic string, partition int32, w *watermark) (low int64, done []int64) {
 	idle := w.beginRevoke()
 	select {
 	case <-idle:
@@ -406,7 +464,7 @@ func (s *Source) giveUp(topic string, partition int32, w *watermark) {
 		}
 		t.Stop()
 	}
-	w.revoke()
+	return w.revoke()
 }
 
 func convert(msg *sarama.ConsumerMessage) *pacer.Message {

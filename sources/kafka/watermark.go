@@ -155,12 +155,25 @@ func (w *watermark) inClaim() int {
 	return w.claimed
 }
 
-// revoke stops all further marking; later finishes are ignored.
-func (w *watermark) revoke() {
+// revoke stops all further marking; later finishes are ignored. It
+// returns the lowest pending offset (-1 when none is pending) and, above
+// it, the offsets that are final although they cannot be committed (a
+// gap: what was delivered out of order, ascending), taken atomically with
+// the revoke, so nothing is marked after them.
+func (w *watermark) revoke() (low int64, done []int64) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.revoking.Store(true)
 	w.revoked.Store(true)
-	w.mu.Unlock()
+	if w.head == len(w.entries) {
+		return -1, nil
+	}
+	for _, e := range w.entries[w.head+1:] {
+		if e.done {
+			done = append(done, e.off)
+		}
+	}
+	return w.entries[w.head].off, done
 }
 
 // isRevoked reports whether the partition is being given up (beginRevoke

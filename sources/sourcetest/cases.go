@@ -146,8 +146,10 @@ func testUnackedComesBack(t *testing.T, h Harness) {
 }
 
 // testNoCommitPastUnacked: one message held, all later ones acked; after a
-// restart the held one comes back (and with a watermark, every later one of
-// its partition too: nothing was committed past it).
+// restart the held one comes back: nothing was committed past it. (With a
+// watermark the later ones of its partition may come back too, unless the
+// source records them as final above the held one, as Kafka's commit
+// metadata does.)
 func testNoCommitPastUnacked(t *testing.T, h Harness) {
 	env := h.Setup(t)
 	recs := records("gap", 40)
@@ -164,18 +166,7 @@ func testNoCommitPastUnacked(t *testing.T, h Harness) {
 	a.waitAll(t, h.Features.Timeout, recs)
 	a.stop(t)
 
-	// Messages of the held one's partition after it: with a watermark they
-	// must come back too.
 	want := map[string]bool{heldValue: true}
-	if h.Features.Watermark {
-		a.mu.Lock()
-		for _, m := range a.got {
-			if m.Partition == heldMsg.Partition && m.Offset > heldMsg.Offset {
-				want[string(m.Value)] = true
-			}
-		}
-		a.mu.Unlock()
-	}
 	b := start(t, env.NewSource(t), nil)
 	b.waitUntil(t, h.Features.Timeout, fmt.Sprintf("%d messages from the held one on", len(want)), func() bool {
 		for v := range want {

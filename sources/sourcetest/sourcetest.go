@@ -51,7 +51,8 @@ type Features struct {
 	NakRedeliversLive bool
 	// Watermark: the broker keeps a committed position (Kafka offsets), so
 	// after a restart everything from the first unfinished message of a
-	// partition may come back; when false, acknowledgements are individual
+	// partition may come back (Kafka: except what the commit's metadata
+	// records as final); when false, acknowledgements are individual
 	// (JetStream) and only unacknowledged messages come back.
 	Watermark bool
 	// Timeout bounds each wait for a condition that must eventually hold
