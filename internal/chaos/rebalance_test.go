@@ -35,8 +35,13 @@ burst: 30
 queue_size: 100
 max_in_flight: 4`
 	adminA, adminB := binharness.FreeAddr(t), binharness.FreeAddr(t)
-	cfgA := binharness.WriteFile(t, "a.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminA, shaping, ""))
-	cfgB := binharness.WriteFile(t, "b.yaml", kafkaConfig(k.Brokers(), topic, group, api.URL(), adminB, shaping, ""))
+	// Each worker names itself in a header, so a repeat shows who
+	// delivered what.
+	named := func(cfg, w string) string {
+		return strings.Replace(cfg, "    timeout: 5s", "    timeout: 5s\n    headers:\n      X-Worker: "+w, 1)
+	}
+	cfgA := binharness.WriteFile(t, "a.yaml", named(kafkaConfig(k.Brokers(), topic, group, api.URL(), adminA, shaping, ""), "a"))
+	cfgB := binharness.WriteFile(t, "b.yaml", named(kafkaConfig(k.Brokers(), topic, group, api.URL(), adminB, shaping, ""), "b"))
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers()...))
 	if err != nil {
@@ -108,19 +113,27 @@ max_in_flight: 4`
 		t.Errorf("unique accepted = %d want %d (missing %v)", tl.unique, n, tl.missing(n))
 	}
 	// A clean rebalance repeats nothing: a partition is committed and given
-	// up only after its deliveries at the API finished (68 repeats before).
-	// One repeat was seen in 1 of 9 runs on a loaded machine, cause not
-	// found (not a revoke timeout: none was logged); it is allowed and
-	// shown, more fails.
+	// up only after its deliveries at the API finished (68 repeats before),
+	// and what was final above a message given back goes in the commit's
+	// metadata (1 repeat in about 1 run of 10 before). A repeat is shown
+	// with its partition's neighbours and who delivered them.
 	if tl.dups > 0 {
-		for _, r := range api.Accepted() {
+		acc := api.Accepted()
+		for _, r := range acc {
 			if n, ok := seq(r.Body); ok && tl.seen[n] > 1 {
-				t.Logf("repeated: %s (n=%d) arrived %s", r.IdempotencyKey, n, r.Arrived.Format("15:04:05.000000"))
+				t.Logf("repeated: %s (n=%d) arrived %s from %s", r.IdempotencyKey, n, r.Arrived.Format("15:04:05.000000"), r.Header.Get("X-Worker"))
+				f := strings.Split(r.IdempotencyKey, "/")
+				off, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+				for _, q := range acc {
+					g := strings.Split(q.IdempotencyKey, "/")
+					o, _ := strconv.ParseInt(g[len(g)-1], 10, 64)
+					if len(g) == len(f) && g[len(g)-2] == f[len(f)-2] && o != off && o >= off-5 && o <= off+5 {
+						t.Logf("  %s arrived %s from %s", q.IdempotencyKey, q.Arrived.Format("15:04:05.000000"), q.Header.Get("X-Worker"))
+					}
+				}
 			}
 		}
-	}
-	if tl.dups > 1 {
-		t.Errorf("%d repeats across a join and a clean leave, want 0 (1 tolerated)", tl.dups)
+		t.Errorf("%d repeats across a join and a clean leave, want 0", tl.dups)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -143,8 +156,12 @@ max_in_flight: 4`
 			t.Errorf("final committed offsets sum to %d want %d", sum, n)
 		}
 	}
-	t.Logf("RESULT rebalance: %d messages, second worker joined at %d accepted, left at %d, unique %d, repeats %d, %d commit samples, %d violations",
-		n, joined, left, tl.unique, tl.dups, samples, len(violations))
+	// Partitions given up while a message below delivered ones was still
+	// unfinished: without the commit's metadata each repeats what was
+	// delivered above it.
+	gaps := strings.Count(a.Stderr()+b.Stderr(), "given up above a gap")
+	t.Logf("RESULT rebalance: %d messages, second worker joined at %d accepted, left at %d, unique %d, repeats %d, %d partitions given up above a gap, %d commit samples, %d violations",
+		n, joined, left, tl.unique, tl.dups, gaps, samples, len(violations))
 }
 
 // committed fetches the group's committed offsets for topic, by partition.

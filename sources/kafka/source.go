@@ -342,7 +342,7 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 				meta := encodeDone(low, all)
 				sess.MarkOffset(topic, partition, low, meta)
 				sess.ResetOffset(topic, partition, low, meta)
-				s.cfg.Logger.Debug("kafka: partition given up above a gap; the next owner skips what is final",
+				s.cfg.Logger.Info("kafka: partition given up above a gap; its next owner skips what is final above it",
 					"group", s.cfg.Group, "topic", topic, "partition", partition, "committed", low, "final_above", len(all))
 			}
 		}
