@@ -365,3 +365,83 @@ func TestPeakStrictWhereTheGapIsWide(t *testing.T) {
 		}
 	})
 }
+
+// spinCount is a yield for pacer.SpinningClock in a testing/synctest
+// bubble: it lets a microsecond of virtual time pass and counts the calls.
+type spinCount struct{ n atomic.Int64 }
+
+func (s *spinCount) yield() {
+	s.n.Add(1)
+	time.Sleep(time.Microsecond)
+}
+
+// TestSpinOnlyWhereLateWakesCost (virtual time, always runs): on timers
+// that never fire before 1 ms and then up to 0.5 ms late, wrapped as a
+// clock the engine may spin on (floor 2 ms), the engine spins only while a
+// batch waits for an admission a late wake-up would cost: never when idle,
+// never when the bucket holds what accrues while a wake-up is late (100/s,
+// burst 10), but for the peak's spacing (10,000/s, peak 20,000/s) and for a
+// bucket too small for the lateness (1,000/s, burst 1), where it holds the
+// rate within 0.5%.
+func TestSpinOnlyWhereLateWakesCost(t *testing.T) {
+	for _, c := range []struct {
+		rate, peak float64
+		burst, n   int
+		spins      bool
+	}{
+		{rate: 100, burst: 10, n: 0},
+		{rate: 100, burst: 10, n: 200},
+		{rate: 1000, burst: 1, n: 1000, spins: true},
+		{rate: 10_000, peak: 20_000, burst: 50, n: 10_000, spins: true},
+	} {
+		t.Run(fmt.Sprintf("rate=%.0f/peak=%.0f/burst=%d/n=%d", c.rate, c.peak, c.burst, c.n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var sc spinCount
+				late := &lateClock{rng: rand.New(rand.NewPCG(16, uint64(c.rate))), max: time.Millisecond / 2, floor: time.Millisecond}
+				clock := pacer.SpinningClock(late, 2*time.Millisecond, sc.yield)
+				src := pacertest.NewSource(pacertest.Messages(c.n))
+				src.Hold = true
+				snk := &stampSink{now: time.Now, times: make([]time.Time, c.n)}
+				e, err := pacer.New(pacer.Config{
+					Source: src, Sink: snk, Clock: clock,
+					Shaping: pacer.Shaping{Rate: algorithms.PerSecond(c.rate), Burst: c.burst, StartEmpty: true, Peak: peakOf(c.peak)},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				start := time.Now()
+				done := make(chan error)
+				go func() { done <- e.Run(ctx) }()
+				// Until every message is delivered, and then 1 s more: idle.
+				for int(snk.n.Load()) < c.n {
+					time.Sleep(10 * time.Millisecond)
+				}
+				spun := sc.n.Load()
+				time.Sleep(time.Second)
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if idle := sc.n.Load() - spun; idle != 0 {
+					t.Errorf("%d yields while idle, want 0", idle)
+				}
+				if c.n == 0 {
+					return
+				}
+				got := float64(c.n) / slices.MaxFunc(snk.times, time.Time.Compare).Sub(start).Seconds()
+				errPct := 100 * math.Abs(got-c.rate) / c.rate
+				t.Logf("%d yields; achieved %.1f/s, error %.3f%%", spun, got, errPct)
+				if c.spins && spun == 0 {
+					t.Errorf("no yield: a late wake-up costs the rate here, the engine must wait precisely")
+				}
+				if !c.spins && spun != 0 {
+					t.Errorf("%d yields where the bucket absorbs a late wake-up, want 0", spun)
+				}
+				if errPct > 0.5 {
+					t.Errorf("achieved %.1f/s, error %.3f%% > 0.5%%", got, errPct)
+				}
+			})
+		})
+	}
+}
