@@ -16,6 +16,14 @@ import (
 // just before the goroutine blocks on it, and the engine reads Now again
 // after every wake-up, so a timer that fires late only delays, never
 // reorders, what the engine does.
+//
+// On SystemClock the engine also waits precisely where a late wake-up
+// would cost throughput for good (the peak's spacing; a bucket too small
+// for the lateness): Go's timers fire no sooner than ~1 ms on Linux, so it
+// sleeps until 1.5 ms before the admission is due, then yields and
+// re-reads Now until it is (one worker at a time, at most 1.5 ms per
+// admission; never while idle). A custom Clock is waited on with its
+// timers only.
 type Clock interface {
 	Now() time.Time
 	// NewTimer returns a stopped-or-running timer like time.NewTimer.

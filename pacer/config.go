@@ -61,14 +61,12 @@ type Shaping struct {
 	Rate algorithms.Rate
 	// Burst is the token bucket's capacity; 0 means max(1, BatchSize).
 	Burst int
-	// Peak, if set, spaces admissions 1/Peak apart on a fixed schedule
-	// (leaky bucket): never two closer than 1/Peak. Where 1/Rate leaves
-	// less than 2 ms over 1/Peak (1,000/s with a peak of 2,000/s), timer
-	// lateness would eat the rate, so an admission that had to wait and
-	// woke late takes the slot already due and it and the next may go back
-	// to back: never more than Peak*(t2-t1)+2 admissions in any [t1,t2],
-	// after a late wake-up only. With Rate, it paces the bucket's bursts;
-	// alone, it is the rate (burst 1, strict spacing).
+	// Peak, if set, spaces admissions at least 1/Peak apart (leaky
+	// bucket): never two closer than 1/Peak, at most Peak*(t2-t1)+1 in any
+	// [t1,t2]. With Rate, it paces the bucket's bursts; alone, it is the
+	// rate (burst 1). On the system clock the engine waits for the peak's
+	// next slot precisely (see Clock), so timer lateness does not eat the
+	// rate.
 	Peak algorithms.Rate
 	// MaxWait is how far ahead the bucket may promise permits before it
 	// refuses; a refusal pauses the source. 0: 5s. None: no borrowing
