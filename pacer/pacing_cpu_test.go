@@ -42,7 +42,9 @@ func BenchmarkPacingCPU(b *testing.B) {
 		{rate: 100, burst: 10},
 		{rate: 100, peak: 200, burst: 10},
 		{rate: 1000, peak: 2000, burst: 50},
+		{rate: 10_000, burst: 10},
 		{rate: 10_000, burst: 50},
+		{rate: 100_000, burst: 10},
 		{rate: 10_000, peak: 20_000, burst: 50},
 	} {
 		name := fmt.Sprintf("rate=%.0f/peak=%.0f/burst=%d", c.rate, c.peak, c.burst)
