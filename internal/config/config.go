@@ -171,10 +171,9 @@ type Shaping struct {
 	// Burst is how many messages may go at once above the sustained rate
 	// (default: one second's worth of rate, at least 1).
 	Burst int `yaml:"burst" json:"burst"`
-	// Peak, when set, is a hard ceiling, even inside a burst: one message
-	// per 1/peak on a fixed schedule, never two closer than 1/peak; where
-	// 1/rate - 1/peak < 2 ms a late wake-up takes the slot already due (at
-	// most peak*t + 2 in any interval t). Must be >= rate.
+	// Peak, when set, is a hard ceiling, even inside a burst: never two
+	// messages closer than 1/peak (at most peak*t + 1 in any interval t).
+	// Must be >= rate.
 	Peak Rate `yaml:"peak" json:"peak"`
 	// MaxWait is how far ahead the bucket may promise permits (default 5s);
 	// beyond it the shaper refuses and the source is paused. 0: never
