@@ -66,22 +66,20 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 			turn = true
 			continue // time may have passed while we waited for the turn
 		}
-		if !ok {
-			if !e.pause.has(PauseShaper) {
-				e.log.Debug("pacer: shaper refused; pausing source", "stage", by, "hint", wait)
-			}
-			e.pause.set(PauseShaper)
-			if wait <= 0 {
-				wait = time.Duration(e.globalRetry.Load())
-			}
-		}
-		if !ok {
-			if !e.sleepOrWake(ctx, sl, wait) {
+		if ok {
+			if !e.awaitAdmission(ctx, sl, now, wait, len(grp)) {
 				return false
 			}
 			continue
 		}
-		if !e.awaitAdmission(ctx, sl, now, wait, len(grp)) {
+		if !e.pause.has(PauseShaper) {
+			e.log.Debug("pacer: shaper refused; pausing source", "stage", by, "hint", wait)
+		}
+		e.pause.set(PauseShaper)
+		if wait <= 0 {
+			wait = time.Duration(e.globalRetry.Load())
+		}
+		if !e.sleepOrWake(ctx, sl, wait) {
 			return false
 		}
 	}
