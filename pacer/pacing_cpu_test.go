@@ -5,6 +5,10 @@ package pacer_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
+	httpsink "github.com/pacer-dev/pacer/sinks/http"
 )
 
 // cpuTime is the process's user+system CPU time so far (getrusage).
@@ -84,6 +89,58 @@ func BenchmarkPacingCPU(b *testing.B) {
 					b.ReportMetric(testapi.EnvelopeExcess(adm.times, c.peak, 1).Messages, "peak-excess")
 					adm.mu.Unlock()
 				}
+			}
+		})
+	}
+}
+
+// deliveredCount counts delivered messages (HookDelivered).
+type deliveredCount struct{ n atomic.Int64 }
+
+func (c *deliveredCount) OnDelivered(delivered, _, _ int, _ time.Duration, _ pacer.Feedback) {
+	c.n.Add(int64(delivered))
+}
+
+// BenchmarkPacingCPUHTTP is BenchmarkPacingCPU with the HTTP sink (64 in
+// flight) posting to an API in the same process (httptest, answering 200
+// at once), so the process does network work between admissions, as a
+// worker does; the API's CPU is counted too. It reports CPU seconds per
+// second of run and the achieved rate.
+//
+//	go test -run '^$' -bench PacingCPUHTTP -benchtime 1x -count 2 ./pacer
+func BenchmarkPacingCPUHTTP(b *testing.B) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer api.Close()
+	for _, c := range []struct{ rate, peak float64 }{{1000, 2000}, {10_000, 20_000}, {10_000, 0}} {
+		b.Run(fmt.Sprintf("rate=%.0f/peak=%.0f/burst=50", c.rate, c.peak), func(b *testing.B) {
+			for range b.N {
+				src := pacertest.NewSource(pacertest.Messages(int(3 * c.rate)))
+				src.Hold = true
+				snk, err := httpsink.New(httpsink.Config{URL: api.URL, MaxInFlight: 64})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var cnt deliveredCount
+				e, err := pacer.New(pacer.Config{
+					Source: src, Sink: snk, MaxInFlight: 64,
+					Shaping: pacer.Shaping{Rate: algorithms.PerSecond(c.rate), Burst: 50, StartEmpty: true, Peak: peakOf(c.peak)},
+					Hooks:   pacer.Hooks{&cnt},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				cpu0, t0 := cpuTime(b), time.Now()
+				err = e.Run(ctx)
+				cpu, wall := cpuTime(b)-cpu0, time.Since(t0)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-s/s")
+				b.ReportMetric(float64(cnt.n.Load())/wall.Seconds(), "msgs/s")
 			}
 		})
 	}
