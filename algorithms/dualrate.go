@@ -16,13 +16,6 @@ type DualRateConfig struct {
 	// refused, consuming nothing. 0 = grant only what can go at once.
 	MaxWait    time.Duration
 	StartEmpty bool // start the bucket with no permits
-	// PeakSlack lets the peak schedule fall behind by up to PeakSlack slots
-	// of 1/p for a caller that comes back late for a wait it was given: the
-	// slots already due are then granted at once, so a sleeper woken late
-	// (Go's timers have ~1 ms resolution on Linux) does not lose its
-	// lateness at every grant. It costs PeakSlack permits of the peak
-	// envelope. 0 = strict spacing.
-	PeakSlack int
 }
 
 // DualRate is a token bucket (r, b) followed by a peak pacer (p) in series:
@@ -32,12 +25,7 @@ type DualRateConfig struct {
 // Guarantee: for every interval [t1, t2], permits used in it (at now+wait)
 // number at most r*(t2-t1) + b, and, with a peak, grants depart no closer
 // than n/p after a grant of n, so at most p*(t2-t1) + 1 single permits. Both
-// exact in integer nanoseconds plus remainders. With PeakSlack s, each
-// grant's peak slot lies on that schedule but at most s slots before its
-// departure, so at most p*(t2-t1) + 1 + s single permits. The slack is
-// used only by a request at or after the departure handed to the latest
-// grant that had to wait (a sleeper woken late), so after an idle period
-// spacing stays strict, and at most 1 + s grants depart back to back. A grant's wait never exceeds
+// exact in integer nanoseconds plus remainders. A grant's wait never exceeds
 // MaxWait. The pacer is a greedy shaper, and a greedy shaper keeps the
 // bucket's envelope, so both hold at once.
 //
@@ -46,18 +34,12 @@ type DualRateConfig struct {
 // the latest time seen. Safe for concurrent use (one mutex over both
 // stages: the state is several words).
 type DualRate struct {
-	mu     sync.Mutex
-	epoch  time.Time
-	c      core
-	peak   bool
-	pst    step
-	next   inst  // earliest departure of the next grant (peak stage)
-	pslack inst  // PeakSlack slots of the peak stage
-	slackN int64 // PeakSlack
-	// due is the departure handed to the latest grant that had to wait
-	// (while waited): a request at or after it may use the slack.
-	due     int64
-	waited  bool
+	mu      sync.Mutex
+	epoch   time.Time
+	c       core
+	peak    bool
+	pst     step
+	next    inst // earliest departure of the next grant (peak stage)
 	maxWait int64
 	// last makes a Cancel right after the grant it cancels exact for the
 	// peak stage (as All's rollback needs).
@@ -89,17 +71,9 @@ func NewDualRate(cfg DualRateConfig, now time.Time) (*DualRate, error) {
 	}
 	d := &DualRate{epoch: now, maxWait: int64(cfg.MaxWait)}
 	d.c.init(cfg.Rate, int64(cfg.Burst), int64(cfg.MaxWait), 0, 0, cfg.StartEmpty)
-	if cfg.PeakSlack < 0 {
-		return nil, fmt.Errorf("%w: peak slack %d must be >= 0", ErrInvalidConfig, cfg.PeakSlack)
-	}
 	if cfg.Peak != (Rate{}) {
-		if err := checkSpan("peak slack", cfg.Peak, int64(cfg.PeakSlack)+1); err != nil {
-			return nil, err
-		}
 		d.peak = true
 		d.pst = newStep(cfg.Peak)
-		d.slackN = int64(cfg.PeakSlack)
-		d.pslack = d.pst.mul(d.slackN)
 	}
 	return d, nil
 }
@@ -126,22 +100,15 @@ func (d *DualRate) Reserve(now time.Time, n int) (time.Duration, bool) {
 		d.c.tat = nt
 		return time.Duration(w), true
 	}
-	// slot is the grant's place on the peak schedule; it departs at the
-	// later of slot and t+w, at most the slack after slot.
-	floor := inst{ns: t + w}
-	if d.waited && t >= d.due {
-		floor = d.pst.sub(floor, d.pslack)
-	}
-	slot := maxInst(d.next, floor)
-	total := max(slot.ceil(), t+w) - t
+	dep := maxInst(d.next, inst{ns: t + w})
+	total := dep.ceil() - t
 	if total > d.maxWait {
 		return time.Duration(total - d.maxWait), false
 	}
 	d.c.tat = nt
 	before := d.next
-	d.next = d.pst.add(slot, d.pst.mul(nn))
+	d.next = d.pst.add(dep, d.pst.mul(nn))
 	d.lastGrant.record(nn, before, d.next, struct{}{})
-	d.due, d.waited = t+total, total > 0
 	return time.Duration(total), true
 }
 
@@ -221,7 +188,6 @@ func (d *DualRate) SetPeak(now time.Time, peak Rate) error {
 	}
 	d.peak = true
 	d.pst = newStep(peak)
-	d.pslack = d.pst.mul(d.slackN)
 	d.next = inst{ns: nextNs}
 	return nil
 }

@@ -46,7 +46,6 @@ func (d *DualRate) Restore(now time.Time, s DualRateState) {
 	defer d.mu.Unlock()
 	t = d.c.clock(t)
 	d.lastGrant.forget()
-	d.waited = false // no slack for a wait handed out before the restore
 	if !s.At.IsZero() {
 		elapsed := max(0, now.Sub(s.At))
 		cost := d.c.st.float() // ns per permit

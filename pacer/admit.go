@@ -66,19 +66,57 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 			turn = true
 			continue // time may have passed while we waited for the turn
 		}
-		if !ok {
-			if !e.pause.has(PauseShaper) {
-				e.log.Debug("pacer: shaper refused; pausing source", "stage", by, "hint", wait)
+		if ok {
+			if !e.awaitAdmission(ctx, sl, now, wait, len(grp)) {
+				return false
 			}
-			e.pause.set(PauseShaper)
-			if wait <= 0 {
-				wait = time.Duration(e.globalRetry.Load())
-			}
+			continue
+		}
+		if !e.pause.has(PauseShaper) {
+			e.log.Debug("pacer: shaper refused; pausing source", "stage", by, "hint", wait)
+		}
+		e.pause.set(PauseShaper)
+		if wait <= 0 {
+			wait = time.Duration(e.globalRetry.Load())
 		}
 		if !e.sleepOrWake(ctx, sl, wait) {
 			return false
 		}
 	}
+}
+
+// awaitAdmission waits d for a batch of n the shaper will admit at now+d,
+// and returns early like sleepOrWake. Where a late wake-up would cost
+// throughput the shaper cannot make up (shaper.lateCosts: the wait is the
+// peak's spacing, or the bucket is too small to hold what accrues) and the
+// clock is a spinner, it waits precisely: for a deadline within the
+// clock's floor it yields and re-reads the clock until the deadline (at
+// most the floor, one worker at a time: the caller holds admitSem); for a
+// later one it sleeps until the floor before the deadline, and admit asks
+// the shaper again. Otherwise it sleeps on the timer, however late that
+// fires.
+func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time, d time.Duration, n int) bool {
+	if e.spin == nil {
+		return e.sleepOrWake(ctx, sl, d)
+	}
+	floor := e.spin.spinFloor(now)
+	if floor <= 0 || !e.sh.lateCosts(now, n, floor) {
+		return e.sleepOrWake(ctx, sl, d)
+	}
+	if d > floor {
+		return e.sleepOrWake(ctx, sl, d-floor)
+	}
+	for deadline := now.Add(d); e.clock.Now().Before(deadline); {
+		select {
+		case <-e.shapeWake:
+			return true
+		case <-ctx.Done():
+			return false
+		default:
+		}
+		e.spin.yield()
+	}
+	return true
 }
 
 // sleepOrWake sleeps like sleep, but returns early (true) when the rate,

@@ -1,6 +1,9 @@
 package pacer
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Clock is the engine's only way to read time or wait. The default is the
 // system clock; tests run the real engine inside a testing/synctest bubble,
@@ -13,6 +16,14 @@ import "time"
 // just before the goroutine blocks on it, and the engine reads Now again
 // after every wake-up, so a timer that fires late only delays, never
 // reorders, what the engine does.
+//
+// On SystemClock the engine also waits precisely where a late wake-up
+// would cost throughput for good (the peak's spacing; a bucket too small
+// for the lateness): Go's timers fire no sooner than ~1 ms on Linux, so it
+// sleeps until 1.5 ms before the admission is due, then yields and
+// re-reads Now until it is (one worker at a time, at most 1.5 ms per
+// admission; never while idle). A custom Clock is waited on with its
+// timers only.
 type Clock interface {
 	Now() time.Time
 	// NewTimer returns a stopped-or-running timer like time.NewTimer.
@@ -32,6 +43,44 @@ type SystemClock struct{}
 func (SystemClock) Now() time.Time { return time.Now() }
 
 func (SystemClock) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTimer(d)} }
+
+// spinFloor is where SystemClock stops trusting its timers (see spinner):
+// Go's timers on Linux fire no sooner than ~1.05 ms after they are set,
+// whatever the wait (the netpoller sleeps in whole milliseconds), and a
+// wait of 1-2 ms can fire ~1 ms late for the same reason, so 1.5 ms before
+// a deadline is the last moment a timer can be trusted to fire in time.
+const spinFloor = 1500 * time.Microsecond
+
+// spinFloor is spinFloor while now carries a monotonic reading; 0 (never
+// spin) otherwise: in a testing/synctest bubble time.Now has none, and its
+// fake time moves only while every goroutine is blocked, which a goroutine
+// re-reading Now never is.
+func (SystemClock) spinFloor(now time.Time) time.Duration {
+	if now == now.Round(0) {
+		return 0
+	}
+	return spinFloor
+}
+
+func (SystemClock) yield() { runtime.Gosched() }
+
+// spinner is a Clock on which the engine may wait precisely (SystemClock;
+// tests wrap a virtual clock in one): its timers cannot be trusted closer
+// than a floor to their deadline, but Now can be re-read. For a wait whose
+// deadline is within spinFloor(now) the engine calls yield and re-reads
+// Now until the deadline instead of arming a timer; for a longer one it
+// sleeps on a timer until the floor before the deadline, then does the
+// same. The engine does so only for an admission whose late wake-up would
+// cost throughput the shaper cannot make up (admit.go), one worker at a
+// time, so an idle engine, or one whose bucket absorbs late wake-ups, never
+// spins.
+type spinner interface {
+	// spinFloor returns how close to a deadline, at now, the engine stops
+	// trusting timers (0: never spin).
+	spinFloor(now time.Time) time.Duration
+	// yield lets other goroutines run between two readings of Now.
+	yield()
+}
 
 type sysTimer struct{ t *time.Timer }
 

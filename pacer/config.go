@@ -42,9 +42,12 @@ func ParseOrdering(s string) (Ordering, error) {
 // configurations and the sources': a zero field takes its default, None
 // (any negative value) turns the limit off. Shaping.MaxWait: None never
 // borrows; RetryConfig.MaxAttempts: None retries forever;
-// sources/kafka.Config.CommitAfter: None never commits early. (The YAML
-// configuration spells "none" 0 where its defaults are not zero;
-// internal/worker is the one place that translates.)
+// RetryConfig.MaxTime: None has no limit (as its zero default);
+// sources/kafka.Config.CommitAfter: None never commits early;
+// sources/nats.Config.MaxDeliver: None is unlimited (as its default). The
+// YAML configuration spells it `none` and holds it as the same value
+// (internal/config.None). The algorithms package's configs hold literal
+// bounds instead: its MaxWait of 0 never borrows.
 const None = -1
 
 // Shaping is what decides when a message may go downstream. It is part of
@@ -61,14 +64,12 @@ type Shaping struct {
 	Rate algorithms.Rate
 	// Burst is the token bucket's capacity; 0 means max(1, BatchSize).
 	Burst int
-	// Peak, if set, spaces admissions 1/Peak apart on a fixed schedule
-	// (leaky bucket): never two closer than 1/Peak. Where 1/Rate leaves
-	// less than 2 ms over 1/Peak (1,000/s with a peak of 2,000/s), timer
-	// lateness would eat the rate, so an admission that had to wait and
-	// woke late takes the slot already due and it and the next may go back
-	// to back: never more than Peak*(t2-t1)+2 admissions in any [t1,t2],
-	// after a late wake-up only. With Rate, it paces the bucket's bursts;
-	// alone, it is the rate (burst 1, strict spacing).
+	// Peak, if set, spaces admissions at least 1/Peak apart (leaky
+	// bucket): never two closer than 1/Peak, at most Peak*(t2-t1)+1 in any
+	// [t1,t2]. With Rate, it paces the bucket's bursts; alone, it is the
+	// rate (burst 1). On the system clock the engine waits for the peak's
+	// next slot precisely (see Clock), so timer lateness does not eat the
+	// rate.
 	Peak algorithms.Rate
 	// MaxWait is how far ahead the bucket may promise permits before it
 	// refuses; a refusal pauses the source. 0: 5s. None: no borrowing
@@ -145,7 +146,7 @@ type RetryConfig struct {
 	Initial     time.Duration // 0: 100ms
 	Max         time.Duration // 0: 30s
 	MaxAttempts int           // 0: 10; None: unlimited
-	MaxTime     time.Duration // 0: unlimited
+	MaxTime     time.Duration // 0 or None: unlimited
 	// MaxPause caps every wait the downstream imposes: a Retry-After, a
 	// rate-limit reset with nothing remaining, and so the delay a message
 	// handed back on stop carries. 0: DefaultMaxPause; negative: no cap.
@@ -452,7 +453,7 @@ func (c *Config) validate() error {
 	if c.Ordering > OrderKey {
 		return fmt.Errorf("%w: Ordering %d", ErrInvalidConfig, c.Ordering)
 	}
-	if c.Retry.Initial < 0 || c.Retry.Max < c.Retry.Initial || c.Retry.MaxTime < 0 {
+	if c.Retry.Initial < 0 || c.Retry.Max < c.Retry.Initial || (c.Retry.MaxTime < 0 && c.Retry.MaxTime != None) {
 		return fmt.Errorf("%w: Retry backoff Initial %v Max %v MaxTime %v", ErrInvalidConfig, c.Retry.Initial, c.Retry.Max, c.Retry.MaxTime)
 	}
 	if c.Fairness != nil {

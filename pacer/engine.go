@@ -36,6 +36,7 @@ import (
 type Engine struct {
 	cfg   Config
 	clock Clock
+	spin  spinner   // clock, when it can wait precisely (nil: timers only)
 	born  time.Time // when New built the stages: start-up's warm-up runs from here
 	log   *slog.Logger
 	hooks hookSet
@@ -139,6 +140,7 @@ func New(cfg Config) (*Engine, error) {
 	} else {
 		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
 	}
+	e.spin, _ = cfg.Clock.(spinner)
 	e.crew.max = int64(cfg.MaxInFlight)
 	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.delayed.kick = make(chan struct{}, 1)

@@ -19,27 +19,6 @@ func algoMaxWait(d time.Duration) time.Duration {
 	return d
 }
 
-// peakSlackFor is the peak pacer's catch-up for a late wake-up (see
-// Shaping.Peak): one slot where the rate leaves less than peakSlackGap
-// between 1/rate and 1/peak, so the admitted stream stays within
-// p(t2-t1)+2; none otherwise (never two closer than 1/p). Without it every
-// admission that waits for the peak loses the timer's lateness (~1 ms on
-// Linux), and a rate above ~1/(1/p + 1 ms) cannot be held: 1,000/s with a
-// peak of 2,000/s delivered 710-890/s. Where the gap is wider (100/s with a
-// peak of 200/s: 5 ms) the lateness costs nothing and the strict spacing
-// leaves the API-side margin for network jitter.
-func peakSlackFor(rate, peak algorithms.Rate) int {
-	r, p := rate.PerSecond(), peak.PerSecond()
-	if r <= 0 || p <= 0 || time.Duration(float64(time.Second)/r-float64(time.Second)/p) >= peakSlackGap {
-		return 0
-	}
-	return 1
-}
-
-// peakSlackGap: below this gap between 1/rate and 1/peak, timer lateness
-// would eat the rate (see peakSlackFor).
-const peakSlackGap = 2 * time.Millisecond
-
 // newRateLimiter builds the bucket stage's DualRate (token bucket, then
 // peak pacer) for sh and returns its sustained rate. With only a Peak, the
 // bucket runs at the peak with a burst of 1 (pure pacing).
@@ -47,7 +26,6 @@ func newRateLimiter(sh *Shaping, now time.Time) (algorithms.RateLimiter, algorit
 	cfg := algorithms.DualRateConfig{
 		Rate: sh.Rate, Burst: sh.Burst, Peak: sh.Peak,
 		MaxWait: algoMaxWait(sh.MaxWait), StartEmpty: sh.StartEmpty,
-		PeakSlack: peakSlackFor(sh.Rate, sh.Peak),
 	}
 	if sh.Rate == (algorithms.Rate{}) {
 		cfg.Rate, cfg.Burst, cfg.Peak = sh.Peak, 1, algorithms.Rate{}

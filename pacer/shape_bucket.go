@@ -41,6 +41,21 @@ func (s *bucketStage) cancel(now time.Time, batch []*item) {
 	s.lim.Cancel(now, len(batch))
 }
 
+// lateCosts reports whether a batch of n that must wait at now loses
+// throughput for good when its wake-up comes up to floor late. It does when
+// the bucket already holds the n permits, so the wait is the peak pacer's
+// spacing (or a later stage's): the peak schedule restarts from a late
+// admission, so every late wake-up for the peak costs its lateness. It does
+// when the bucket cannot hold n plus what accrues in floor: the overflow
+// is lost. Otherwise the permits that accrue while the wake-up is late are
+// admitted on waking, and nothing is lost.
+func (s *bucketStage) lateCosts(now time.Time, n int, floor time.Duration) bool {
+	if s.lim.Tokens(now) >= float64(n) {
+		return true
+	}
+	return float64(s.burst) < float64(n)+s.rate.PerSecond()*floor.Seconds()
+}
+
 func (s *bucketStage) setRate(now time.Time, r algorithms.Rate) error {
 	if err := s.lim.SetRate(now, r); err != nil {
 		return err

@@ -77,6 +77,15 @@ func (s *shaper) reserve(now time.Time, batch []*item) (wait time.Duration, ok b
 	return maxWait, true, ""
 }
 
+// lateCosts reports whether a batch of n that reserve told to wait at now
+// would lose throughput for good by waking up to floor late (see
+// bucketStage.lateCosts); false without a bucket stage.
+func (s *shaper) lateCosts(now time.Time, n int, floor time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bucket != nil && s.bucket.lateCosts(now, n, floor)
+}
+
 // cancel gives back a batch admitted by reserve and never sent.
 func (s *shaper) cancel(now time.Time, batch []*item) {
 	s.mu.Lock()

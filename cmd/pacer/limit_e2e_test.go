@@ -153,4 +153,5 @@ func TestRunFollowsALimitChange(t *testing.T) {
 	if ratio > 0.05 {
 		t.Errorf("429s %.1f%% of requests: want at most 5%% with the budget advertised", 100*ratio)
 	}
+	checkAPIEnvelope(t, api, cfgPath) // 60/s burst 20: the ceiling the learned limit stays under
 }

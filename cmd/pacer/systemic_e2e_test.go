@@ -127,6 +127,7 @@ func TestSystemicHTTP401(t *testing.T) {
 	if c := distinctKeys(api.Accepted()); c != n {
 		t.Errorf("API accepted %d distinct, want %d", c, n)
 	}
+	checkAPIEnvelope(t, api, cfg) // the held messages and the probes too
 }
 
 // TestSystemicTemplateError: a body template with a misspelt field fails
@@ -158,6 +159,7 @@ func TestSystemicTemplateError(t *testing.T) {
 	if b, err := os.ReadFile(dlq); err == nil && len(b) > 0 {
 		t.Errorf("dead letters after the fix:\n%s", b)
 	}
+	checkAPIEnvelope(t, api, good) // the broken run sent nothing
 }
 
 // TestSystemicRefusedConnection: the API refuses connections (down for
@@ -191,6 +193,7 @@ func TestSystemicRefusedConnection(t *testing.T) {
 	if c := distinctKeys(api.Accepted()); c != n {
 		t.Errorf("API accepted %d distinct, want %d", c, n)
 	}
+	checkAPIEnvelope(t, api, cfg) // everything held goes out paced once the API is back
 }
 
 // TestSystemicPostgresRenamedTable: the target table is renamed away

@@ -238,7 +238,7 @@ sink:
     url: %[3]s/chaos
     timeout: 5s
 retry:
-  max_attempts: 0
+  max_attempts: none
   initial_backoff: 50ms
   max_backoff: 500ms
 admin:
@@ -308,7 +308,7 @@ sink:
     url: %s/chaos
     timeout: 5s
 retry:
-  max_attempts: 0
+  max_attempts: none
   initial_backoff: 50ms
   max_backoff: 500ms
 admin:

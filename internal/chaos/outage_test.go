@@ -114,4 +114,5 @@ adaptive:
 	}
 	t.Logf("RESULT slow sink: %d messages, latency 2s, repeats %d, rate lowered from %v/s to %.2f/s, max in flight at the API %d",
 		n, tl.dups, conf, minRate, api.MaxInFlight())
+	checkArrivals(t, api, 20, 5, 0, jitterSlack(20)) // the configured ceiling the controller stays under
 }

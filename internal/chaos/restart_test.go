@@ -69,6 +69,7 @@ func TestBrokerRestartNATS(t *testing.T) {
 	}
 	t.Logf("RESULT NATS restart: messages=%d unique=%d repeats=%d first delivery %v after the server came back",
 		n, tl.unique, tl.dups, rec.Round(time.Millisecond))
+	checkArrivals(t, api, 500, 50, 0, jitterSlack(500)) // restartShaping, across the outage
 }
 
 func TestBrokerRestartKafka(t *testing.T) {
@@ -96,4 +97,5 @@ func TestBrokerRestartKafka(t *testing.T) {
 	}
 	t.Logf("RESULT Kafka restart: messages=%d unique=%d repeats=%d first delivery %v after the broker came back",
 		n, tl.unique, tl.dups, rec.Round(time.Millisecond))
+	checkArrivals(t, api, 500, 50, 0, jitterSlack(500)) // restartShaping, across the outage
 }

@@ -96,6 +96,10 @@ func scaleRolling(t *testing.T, api *testapi.Server, cfgs, admins [3]string) {
 	}
 	t.Logf("RESULT scale-up 1->3 and rolling restart: %d messages, unique %d, repeats %d (scaled at %d, rolled at %d), %d partitions given up above a gap, %v",
 		scaleMessages, tl.unique, tl.dups, scaled.unique, rolled, gaps, time.Since(start).Round(time.Millisecond))
+	// Three workers of 50/s, burst 5, without state_dir: each restart
+	// starts full, so the API's bound is 150/s with the three bursts plus
+	// one more per restart.
+	checkArrivals(t, api, 3*50, 3*5+3*5, 0, jitterSlack(3*50))
 }
 
 // TestScaleUpRollingRestartKafka: three workers in one consumer group on a

@@ -92,14 +92,14 @@ type Kafka struct {
 	// follows a partition's watermark at most this often, and at once on
 	// pause, rebalance and stop. CommitAfter starts the next commit early
 	// once this many messages were acknowledged since the last (default
-	// 16, the default max_in_flight; 0: never early). FetchMaxWait is how
+	// 16, the default max_in_flight; none: never early). FetchMaxWait is how
 	// long the broker may hold an empty fetch (default 100ms): commits wait
 	// behind it. Together they bound what a SIGKILL repeats (RELIABILITY.md).
-	CommitInterval Duration `yaml:"commit_interval" json:"commit_interval"`
-	CommitAfter    int      `yaml:"commit_after" json:"commit_after"`
-	FetchMaxWait   Duration `yaml:"fetch_max_wait" json:"fetch_max_wait"`
-	TLS            TLS      `yaml:"tls" json:"tls"`
-	SASL           SASL     `yaml:"sasl" json:"sasl"`
+	CommitInterval Duration    `yaml:"commit_interval" json:"commit_interval"`
+	CommitAfter    CountOrNone `yaml:"commit_after" json:"commit_after"`
+	FetchMaxWait   Duration    `yaml:"fetch_max_wait" json:"fetch_max_wait"`
+	TLS            TLS         `yaml:"tls" json:"tls"`
+	SASL           SASL        `yaml:"sasl" json:"sasl"`
 }
 
 // SASL is Kafka authentication.
@@ -126,8 +126,8 @@ type NATS struct {
 	DeliverPolicy string `yaml:"deliver_policy" json:"deliver_policy"`
 	// AckWait is how long JetStream waits for an ack before redelivering.
 	AckWait Duration `yaml:"ack_wait" json:"ack_wait"`
-	// MaxDeliver caps redeliveries (0: JetStream's default, unlimited).
-	MaxDeliver int `yaml:"max_deliver" json:"max_deliver"`
+	// MaxDeliver caps deliveries (default none: unlimited).
+	MaxDeliver CountOrNone `yaml:"max_deliver" json:"max_deliver"`
 	// FetchBatch is the most messages one pull asks for.
 	FetchBatch int `yaml:"fetch_batch" json:"fetch_batch"`
 	// TenantInSubject, when > 0, pulls each value of that subject token (a
@@ -171,15 +171,14 @@ type Shaping struct {
 	// Burst is how many messages may go at once above the sustained rate
 	// (default: one second's worth of rate, at least 1).
 	Burst int `yaml:"burst" json:"burst"`
-	// Peak, when set, is a hard ceiling, even inside a burst: one message
-	// per 1/peak on a fixed schedule, never two closer than 1/peak; where
-	// 1/rate - 1/peak < 2 ms a late wake-up takes the slot already due (at
-	// most peak*t + 2 in any interval t). Must be >= rate.
+	// Peak, when set, is a hard ceiling, even inside a burst: never two
+	// messages closer than 1/peak (at most peak*t + 1 in any interval t).
+	// Must be >= rate.
 	Peak Rate `yaml:"peak" json:"peak"`
 	// MaxWait is how far ahead the bucket may promise permits (default 5s);
-	// beyond it the shaper refuses and the source is paused. 0: never
-	// promise ahead.
-	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
+	// beyond it the shaper refuses and the source is paused. none (or 0):
+	// never promise ahead.
+	MaxWait DurationOrNone `yaml:"max_wait" json:"max_wait"`
 	// QueueSize bounds messages held waiting for admission; beyond it the
 	// source is paused.
 	QueueSize int `yaml:"queue_size" json:"queue_size"`
@@ -384,13 +383,13 @@ type DeadLetter struct {
 // to max_backoff, or the downstream's Retry-After if later.
 type Retry struct {
 	// MaxAttempts counts deliveries including the first; after the last a
-	// message is dead-lettered. 0 retries forever.
-	MaxAttempts    int      `yaml:"max_attempts" json:"max_attempts"`
-	InitialBackoff Duration `yaml:"initial_backoff" json:"initial_backoff"`
-	MaxBackoff     Duration `yaml:"max_backoff" json:"max_backoff"`
+	// message is dead-lettered. none retries forever.
+	MaxAttempts    CountOrNone `yaml:"max_attempts" json:"max_attempts"`
+	InitialBackoff Duration    `yaml:"initial_backoff" json:"initial_backoff"`
+	MaxBackoff     Duration    `yaml:"max_backoff" json:"max_backoff"`
 	// MaxTime gives up (dead-letters) this long after the first attempt;
-	// 0: no limit.
-	MaxTime Duration `yaml:"max_time" json:"max_time"`
+	// none (the default): no limit.
+	MaxTime DurationOrNone `yaml:"max_time" json:"max_time"`
 	// MaxPause caps every wait the downstream imposes (Retry-After, a
 	// spent rate-limit window); a longer one is cut to it with a WARN.
 	// max_time, when set, caps them too. Default 5m.
@@ -459,7 +458,7 @@ func Default() Config {
 				Version:        kafka.DefaultVersion,
 				InitialOffset:  "oldest",
 				CommitInterval: Duration(kafka.DefaultCommitInterval),
-				CommitAfter:    kafka.DefaultCommitAfter,
+				CommitAfter:    CountOrNone(kafka.DefaultCommitAfter),
 				FetchMaxWait:   Duration(kafka.DefaultFetchMaxWait),
 			},
 			NATS: NATS{
@@ -469,11 +468,12 @@ func Default() Config {
 				DeliverPolicy:  "all",
 				AckWait:        Duration(30 * time.Second),
 				FetchBatch:     32,
+				MaxDeliver:     None,
 			},
 			BacklogInterval: Duration(DefaultBacklogInterval),
 		},
 		Shaping: Shaping{
-			MaxWait:     Duration(pacer.DefaultMaxWait),
+			MaxWait:     DurationOrNone(pacer.DefaultMaxWait),
 			QueueSize:   pacer.DefaultQueueSize,
 			MaxInFlight: pacer.DefaultMaxInFlight,
 			PerKey:      PerKey{Key: "key", MaxKeys: pacer.DefaultPerKeyMaxKeys, IdleTTL: Duration(pacer.DefaultPerKeyIdleTTL)},
@@ -490,6 +490,7 @@ func Default() Config {
 		DeadLetter: DeadLetter{Type: "file", Path: "pacer-dead-letters.jsonl"},
 		Retry: Retry{
 			MaxAttempts:    pacer.DefaultMaxAttempts,
+			MaxTime:        None,
 			InitialBackoff: Duration(pacer.DefaultRetryInitial),
 			MaxBackoff:     Duration(pacer.DefaultRetryMax),
 			MaxPause:       Duration(pacer.DefaultMaxPause),

@@ -140,6 +140,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		d.add(file.Docs[1].Body, "", "only one YAML document is allowed")
 	}
 	cfg.hints = d.hints
+	cfg.readLegacyZeros()
 	for _, p := range d.probs {
 		bad[p.Path] = true
 	}

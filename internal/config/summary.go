@@ -126,7 +126,7 @@ func (c *Config) Summary() string {
 	if c.Ordering != "none" {
 		fmt.Fprintf(&b, ", in order per %s", c.Ordering)
 	}
-	if c.Retry.MaxAttempts > 0 {
+	if !c.Retry.MaxAttempts.IsNone() {
 		fmt.Fprintf(&b, "; retry transient failures up to %d attempts (backoff %v..%v, downstream pauses capped at %v)", c.Retry.MaxAttempts, c.Retry.InitialBackoff, c.Retry.MaxBackoff, c.Retry.MaxPause)
 	} else {
 		fmt.Fprintf(&b, "; retry transient failures forever (backoff %v..%v)", c.Retry.InitialBackoff, c.Retry.MaxBackoff)

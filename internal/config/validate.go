@@ -38,6 +38,15 @@ func (v *validator) add(path, format string, args ...any) {
 	v.probs = append(v.probs, Problem{Path: path, Line: pos.Line, Column: pos.Column, Msg: fmt.Sprintf(format, args...)})
 }
 
+// countOrNone checks a limit that is a count >= 1 or none (off, which
+// means what none says). The decoder reads a written 0 as none; a 0 here
+// came from code, not from a file.
+func (v *validator) countOrNone(path string, got CountOrNone, none string) {
+	if got != None && got < 1 {
+		v.add(path, "must be >= 1 or none (%s), got %d", none, int(got))
+	}
+}
+
 func (v *validator) oneOf(path, got string, allowed ...string) bool {
 	for _, a := range allowed {
 		if got == a {
@@ -100,9 +109,7 @@ func (v *validator) source() {
 		if ci := k.CommitInterval.D(); ci < time.Millisecond || ci > time.Minute {
 			v.add("source.kafka.commit_interval", "must be between 1ms and 1m, got %v", ci)
 		}
-		if k.CommitAfter < 0 {
-			v.add("source.kafka.commit_after", "must be >= 0 (0: commits wait commit_interval), got %d", k.CommitAfter)
-		}
+		v.countOrNone("source.kafka.commit_after", k.CommitAfter, "commits wait commit_interval")
 		if fw := k.FetchMaxWait.D(); fw < time.Millisecond || fw > 10*time.Second {
 			v.add("source.kafka.fetch_max_wait", "must be between 1ms and 10s (offset commits wait behind a held fetch), got %v", fw)
 		}
@@ -153,9 +160,7 @@ func (v *validator) source() {
 		}
 		v.positive("source.nats.fetch_batch", n.FetchBatch)
 		v.oneOf("source.nats.deliver_policy", n.DeliverPolicy, "all", "new")
-		if n.MaxDeliver < 0 {
-			v.add("source.nats.max_deliver", "must be >= 0")
-		}
+		v.countOrNone("source.nats.max_deliver", n.MaxDeliver, "unlimited")
 		if n.AckWait.D() < time.Second {
 			v.add("source.nats.ack_wait", "must be at least 1s, got %v", n.AckWait)
 		}
@@ -399,8 +404,9 @@ func (v *validator) deadLetter() {
 func (v *validator) misc() {
 	c := v.c
 	r := c.Retry
-	if r.MaxAttempts < 0 {
-		v.add("retry.max_attempts", "must be >= 0 (0: retry forever), got %d", r.MaxAttempts)
+	v.countOrNone("retry.max_attempts", r.MaxAttempts, "retry forever")
+	if r.MaxTime != None && r.MaxTime <= 0 {
+		v.add("retry.max_time", "must be > 0 or none (no limit), got %v", r.MaxTime)
 	}
 	if r.InitialBackoff <= 0 {
 		v.add("retry.initial_backoff", "must be > 0")

@@ -18,11 +18,11 @@ func (c *Config) Warnings() Problems {
 		}
 	}
 	if c.Source.Type == "nats" {
-		if md := c.Source.NATS.MaxDeliver; md > 0 {
+		if md := c.Source.NATS.MaxDeliver; !md.IsNone() {
 			msg := "%d: the server discards a message after %d deliveries without a dead letter; " +
 				"every stop or restart that hands a message back spends one (pacer's own retries do not), and pacer dead-letters a message held on its last delivery when it stops"
-			if c.Retry.MaxAttempts == 0 || md < c.Retry.MaxAttempts {
-				v.add("source.nats.max_deliver", msg+"; max_deliver %d is below retry.max_attempts %d (0: forever), so the server can discard a message before pacer dead-letters it", md, md, md, c.Retry.MaxAttempts)
+			if c.Retry.MaxAttempts.IsNone() || md < c.Retry.MaxAttempts {
+				v.add("source.nats.max_deliver", msg+"; max_deliver %d is below retry.max_attempts %v, so the server can discard a message before pacer dead-letters it", md, md, md, c.Retry.MaxAttempts)
 			} else {
 				v.add("source.nats.max_deliver", msg, md, md)
 			}

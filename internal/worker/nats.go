@@ -32,7 +32,7 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		FilterSubject: n.FilterSubject,
 		Create:        n.CreateConsumer,
 		AckWait:       n.AckWait.D(),
-		MaxDeliver:    n.MaxDeliver,
+		MaxDeliver:    count(n.MaxDeliver),
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
 		SubjectToken:  n.TenantInSubject,

@@ -23,7 +23,7 @@ func scheduleStage(s config.Shaping, now time.Time) (*algorithms.ScheduledBucket
 	return algorithms.NewScheduledBucket(algorithms.ScheduledBucketConfig{
 		Schedule: algorithms.Schedule{Rules: rules, Loc: loc},
 		Burst:    s.EffectiveBurst(),
-		MaxWait:  s.MaxWait.D(),
+		MaxWait:  max(duration(s.MaxWait), 0), // algorithms: 0 never promises ahead
 	}, now)
 }
 

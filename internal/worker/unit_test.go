@@ -60,8 +60,8 @@ func TestUnreachable(t *testing.T) {
 }
 
 // source.kafka's commit and fetch timing reach the Kafka source: the
-// defaults as the source's own, and commit_after 0 as "never early" (the
-// source's negative).
+// defaults as the source's own, and commit_after none (or the older 0) as
+// "never early" (pacer.None).
 func TestKafkaTimingKnobs(t *testing.T) {
 	base := "source:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topics: [t]\n%sshaping:\n  rate: 10/s\nsink:\n  type: stdout\n"
 	for _, tc := range []struct {
@@ -71,7 +71,8 @@ func TestKafkaTimingKnobs(t *testing.T) {
 	}{
 		{"defaults", "", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, kafka.DefaultCommitAfter},
 		{"set", "    commit_interval: 250ms\n    commit_after: 4\n    fetch_max_wait: 20ms\n", 250 * time.Millisecond, 20 * time.Millisecond, 4},
-		{"never early", "    commit_after: 0\n", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, -1},
+		{"never early", "    commit_after: none\n", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, pacer.None},
+		{"never early, as 0 said it", "    commit_after: 0\n", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, pacer.None},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Parse([]byte(fmt.Sprintf(base, tc.extra)), nil)
@@ -88,5 +89,40 @@ func TestKafkaTimingKnobs(t *testing.T) {
 	_, err := config.Parse([]byte(fmt.Sprintf(base, "    commit_after: -1\n    fetch_max_wait: 1m\n")), nil)
 	if err == nil || !strings.Contains(err.Error(), "commit_after") || !strings.Contains(err.Error(), "fetch_max_wait") {
 		t.Errorf("negative commit_after and a 1m fetch_max_wait: %v, want both refused", err)
+	}
+}
+
+// A limit the file turns off reaches the engine as pacer.None; one left
+// out takes the library's default (max_time's is no limit).
+func TestNoneReachesTheEngine(t *testing.T) {
+	base := "source:\n  type: nats\n  nats:\n    stream: S\n    filter_subject: s\nshaping:\n  rate: 10/s\n%ssink:\n  type: stdout\nretry:\n%s"
+	for _, tc := range []struct {
+		name, shaping, retry string
+		attempts             int
+		maxWait, maxTime     time.Duration
+	}{
+		{"defaults", "", "", pacer.DefaultMaxAttempts, pacer.DefaultMaxWait, pacer.None},
+		{"none", "  max_wait: none\n", "  max_attempts: none\n  max_time: none\n", pacer.None, pacer.None, pacer.None},
+		{"zeros", "  max_wait: 0s\n", "  max_attempts: 0\n  max_time: 0s\n", pacer.None, pacer.None, pacer.None},
+		{"set", "  max_wait: 2s\n", "  max_attempts: 3\n  max_time: 1m\n", 3, 2 * time.Second, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(fmt.Sprintf(base, tc.shaping, tc.retry)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ec, err := engineConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh, err := LocalShaping(cfg.Shaping, time.Unix(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ec.Retry.MaxAttempts != tc.attempts || ec.Retry.MaxTime != tc.maxTime || sh.MaxWait != tc.maxWait {
+				t.Errorf("engine: max attempts %d, max time %v, max wait %v; want %d, %v, %v",
+					ec.Retry.MaxAttempts, ec.Retry.MaxTime, sh.MaxWait, tc.attempts, tc.maxTime, tc.maxWait)
+			}
+		})
 	}
 }

@@ -46,11 +46,8 @@ func LocalShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 		Rate:       s.Rate.Rate,
 		Burst:      s.EffectiveBurst(),
 		Peak:       s.Peak.Rate,
-		MaxWait:    s.MaxWait.D(),
+		MaxWait:    duration(s.MaxWait),
 		StartEmpty: s.StartEmpty,
-	}
-	if sh.MaxWait == 0 {
-		sh.MaxWait = pacer.None // config: 0 means no borrowing
 	}
 	if !s.PerKey.Rate.IsZero() {
 		sh.PerKey = &pacer.PerKey{Rate: s.PerKey.Rate.Rate, Burst: s.PerKey.Burst, MaxKeys: s.PerKey.MaxKeys, IdleTTL: s.PerKey.IdleTTL.D()}
@@ -189,7 +186,7 @@ func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
 		InstanceID:     k.InstanceID,
 		Logger:         log,
 		CommitInterval: k.CommitInterval.D(),
-		CommitAfter:    cmp.Or(k.CommitAfter, pacer.None), // config: 0 never commits early
+		CommitAfter:    count(k.CommitAfter),
 		FetchMaxWait:   k.FetchMaxWait.D(),
 	}
 }
@@ -359,10 +356,6 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 	if err != nil {
 		return pacer.Config{}, err
 	}
-	attempts := cfg.Retry.MaxAttempts
-	if attempts == 0 {
-		attempts = pacer.None // config: 0 retries forever
-	}
 	a := cfg.Shaping.Adaptive
 	return pacer.Config{
 		StateInterval: cfg.Shaping.StateInterval.D(),
@@ -378,8 +371,8 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 		Retry: pacer.RetryConfig{
 			Initial:     cfg.Retry.InitialBackoff.D(),
 			Max:         cfg.Retry.MaxBackoff.D(),
-			MaxAttempts: attempts,
-			MaxTime:     cfg.Retry.MaxTime.D(),
+			MaxAttempts: count(cfg.Retry.MaxAttempts),
+			MaxTime:     duration(cfg.Retry.MaxTime),
 			MaxPause:    cfg.Retry.MaxPause.D(),
 		},
 		Breaker: pacer.BreakerConfig{
@@ -399,4 +392,25 @@ func engineConfig(cfg *config.Config) (pacer.Config, error) {
 			Increase: a.Increase.PerSecond(),
 		},
 	}, nil
+}
+
+// The config holds a limit that is off as config.None (the file's `none`,
+// or its older 0); these hand it to the library as pacer.None (its zero
+// takes a default).
+
+// count is a config count as the library takes it: pacer.None when off.
+func count(c config.CountOrNone) int {
+	if c.IsNone() {
+		return pacer.None
+	}
+	return int(c)
+}
+
+// duration is a config duration as the library takes it: pacer.None when
+// off (shaping.max_wait: never promise ahead; retry.max_time: no limit).
+func duration(d config.DurationOrNone) time.Duration {
+	if d.IsNone() {
+		return pacer.None
+	}
+	return d.D()
 }

@@ -6,6 +6,7 @@
 package pacertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -15,24 +16,69 @@ import (
 )
 
 // Messages returns n messages with IDs "test/0/<i>", values "m<i>", and keys
-// drawn round-robin from keys (no key when keys is empty).
+// drawn round-robin from keys (no key when keys is empty). It is
+// MessageSpec{Keys: keys}.Build(n).
 func Messages(n int, keys ...string) []*pacer.Message {
+	return MessageSpec{Keys: keys}.Build(n)
+}
+
+// MessageSpec describes a run of test messages; Build makes them. The zero
+// value builds what Messages does. Message i of a run (counted from First)
+// has ID "<Topic>/<partition>/<i>" and Offset i, so IDs are unique across
+// runs whose First ranges do not overlap.
+type MessageSpec struct {
+	// Topic of every message and the first part of its ID; "test" if empty.
+	Topic string
+	// Keys are drawn round-robin; with none a message has no key, or with
+	// Full the key "key-<i>".
+	Keys []string
+	// First is the number (and offset) of the run's first message.
+	First int64
+	// Partitions spreads the run over partitions i % Partitions (all in 0
+	// when 0 or 1).
+	Partitions int32
+	// Full sets every field as a broker would: a JSON value
+	// {"n":i,"name":"msg i","nested":{"ok":true}}, a header h=i and a fixed
+	// timestamp. Without it the value is "m<i>" and those fields are empty.
+	Full bool
+}
+
+// Build returns n messages as s describes, each with Delivered 1.
+func (s MessageSpec) Build(n int) []*pacer.Message {
+	topic := cmp.Or(s.Topic, "test")
 	out := make([]*pacer.Message, n)
-	for i := range out {
+	for j := range out {
+		i := s.First + int64(j)
+		var part int32
+		if s.Partitions > 1 {
+			part = int32(i % int64(s.Partitions))
+		}
 		m := &pacer.Message{
-			ID:        fmt.Sprintf("test/0/%d", i),
+			ID:        fmt.Sprintf("%s/%d/%d", topic, part, i),
 			Value:     fmt.Appendf(nil, "m%d", i),
-			Topic:     "test",
-			Offset:    int64(i),
+			Topic:     topic,
+			Partition: part,
+			Offset:    i,
 			Delivered: 1,
 		}
-		if len(keys) > 0 {
-			m.Key = []byte(keys[i%len(keys)])
+		switch {
+		case len(s.Keys) > 0:
+			m.Key = []byte(s.Keys[j%len(s.Keys)])
+		case s.Full:
+			m.Key = fmt.Appendf(nil, "key-%d", i)
 		}
-		out[i] = m
+		if s.Full {
+			m.Value = fmt.Appendf(nil, `{"n":%d,"name":"msg %d","nested":{"ok":true}}`, i, i)
+			m.Headers = map[string]string{"h": fmt.Sprint(i)}
+			m.Timestamp = fullTimestamp
+		}
+		out[j] = m
 	}
 	return out
 }
+
+// fullTimestamp is the Timestamp of a Full message.
+var fullTimestamp = time.Unix(1_700_000_000, 0).UTC()
 
 // Settled is one settlement recorded by a Ledger.
 type Settled struct {

@@ -72,3 +72,31 @@ func TestSinkAndDeadLetters(t *testing.T) {
 		t.Errorf("dead letter = %+v, %v", e, ok)
 	}
 }
+
+func TestMessageSpec(t *testing.T) {
+	plain := pacertest.Messages(3, "a", "b")
+	if m := plain[2]; m.ID != "test/0/2" || string(m.Value) != "m2" || string(m.Key) != "a" || m.Headers != nil || !m.Timestamp.IsZero() {
+		t.Errorf("Messages(3, a, b)[2] = %+v", m)
+	}
+	spec := pacertest.MessageSpec{Topic: "t", First: 10, Partitions: 3, Full: true}
+	next := spec
+	next.First = 15
+	seen := map[string]bool{}
+	for _, run := range [][]*pacer.Message{spec.Build(5), next.Build(5)} {
+		for _, m := range run {
+			if seen[m.ID] {
+				t.Errorf("ID %s twice across runs with disjoint First", m.ID)
+			}
+			seen[m.ID] = true
+			if len(m.Key) == 0 || len(m.Headers) == 0 || m.Timestamp.IsZero() || m.Value[0] != '{' || m.Delivered != 1 {
+				t.Errorf("Full message %s lacks a field: %+v", m.ID, m)
+			}
+			if want := int32(m.Offset % 3); m.Partition != want || !strings.HasPrefix(m.ID, "t/") {
+				t.Errorf("message %s: partition %d, want %d", m.ID, m.Partition, want)
+			}
+		}
+	}
+	if len(seen) != 10 {
+		t.Errorf("%d distinct IDs, want 10", len(seen))
+	}
+}

@@ -13,7 +13,6 @@ package sinktest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/pacertest"
 )
 
 // Failure is a downstream condition a harness can switch on.
@@ -134,32 +134,17 @@ func Run(t *testing.T, h Harness) {
 
 var seq struct {
 	mu sync.Mutex
-	n  int
+	n  int64
 }
 
 // Messages returns n distinct messages with JSON values, unique IDs across
-// the whole test binary, and every field set.
+// the whole test binary, and every field set (pacertest.MessageSpec's Full).
 func Messages(n int) []*pacer.Message {
 	seq.mu.Lock()
-	base := seq.n
-	seq.n += n
+	first := seq.n
+	seq.n += int64(n)
 	seq.mu.Unlock()
-	out := make([]*pacer.Message, n)
-	for i := range out {
-		k := base + i
-		out[i] = &pacer.Message{
-			ID:        fmt.Sprintf("sinktest/%d/%d", k/100, k),
-			Key:       fmt.Appendf(nil, "key-%d", k),
-			Value:     fmt.Appendf(nil, `{"n":%d,"name":"msg %d","nested":{"ok":true}}`, k, k),
-			Headers:   map[string]string{"h": fmt.Sprint(k)},
-			Topic:     "sinktest",
-			Partition: int32(k % 3),
-			Offset:    int64(k),
-			Timestamp: time.Unix(1_700_000_000, 0).UTC(),
-			Delivered: 1,
-		}
-	}
-	return out
+	return pacertest.MessageSpec{Topic: "sinktest", First: first, Partitions: 3, Full: true}.Build(n)
 }
 
 // batchOf is how many messages a case sends in one Deliver: n when the
