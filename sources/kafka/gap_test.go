@@ -85,3 +85,73 @@ func TestGivenUpAboveAGapIsNotRepeated(t *testing.T) {
 		})
 	}
 }
+
+// TestSkippedOffsetsSurviveAnotherHandOver: the owner that inherited a
+// gap gives the partition up again before it has read the offsets it was
+// to skip (its hand-over blocked on the first message): what it committed
+// still lists them, so the third owner skips them too.
+func TestSkippedOffsetsSurviveAnotherHandOver(t *testing.T) {
+	const n = 4
+	brokers, topic := filledTopic(t, "gapagain", 1, n)
+	cfg := kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
+		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond}
+	newSource := func() *kafka.Source {
+		s, err := kafka.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	seen := &handovers{n: map[string]int{}}
+	// First owner: 1 and 3 acked at the sink, 0 and 2 still queued when
+	// it stops (as in TestGivenUpAboveAGapIsNotRepeated).
+	stopA := sourcetest.RunSource(t, newSource(), func(ctx context.Context, m *pacer.Message) error {
+		seen.add(m)
+		return nil
+	})
+	testkit.Eventually(t, 30*time.Second, "every message held at the first owner", func() bool { return len(seen.first()) == n })
+	for _, m := range seen.first() {
+		if m.Offset%2 == 1 {
+			c := m.Acker.(pacer.Claimer)
+			if !c.Claim() {
+				t.Fatalf("Claim of %s refused", m.ID)
+			}
+			if err := m.Acker.Ack(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			c.Release()
+		}
+	}
+	stopA()
+	// Second owner: acks offset 0, then its hand-over blocks (a full
+	// engine) until it stops, so it never reads 1, 2 or 3.
+	stopB := sourcetest.RunSource(t, newSource(), func(ctx context.Context, m *pacer.Message) error {
+		seen.add(m)
+		if err := m.Acker.Ack(ctx); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	})
+	testkit.Eventually(t, 30*time.Second, "offset 0 acked at the second owner and committed", func() bool {
+		return committed(t, brokers, topic, topic, 0) == 1
+	})
+	stopB()
+	// Third owner: only offset 2 is left to deliver.
+	sourcetest.RunSource(t, newSource(), func(ctx context.Context, m *pacer.Message) error {
+		seen.add(m)
+		return m.Acker.Ack(ctx)
+	})
+	testkit.Eventually(t, 30*time.Second, "the partition committed to its end", func() bool {
+		return committed(t, brokers, topic, topic, 0) == n
+	})
+	for _, m := range seen.first()[:n] {
+		want := 2
+		if m.Offset%2 == 1 {
+			want = 1
+		}
+		if got := seen.count(m.ID); got != want {
+			t.Errorf("%s handed over %d times, want %d", m.ID, got, want)
+		}
+	}
+}
