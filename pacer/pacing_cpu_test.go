@@ -74,15 +74,7 @@ func BenchmarkPacingCPU(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				cpu0, t0 := cpuTime(b), time.Now()
-				err = e.Run(ctx)
-				cpu, wall := cpuTime(b)-cpu0, time.Since(t0)
-				cancel()
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-s/s")
+				wall := runMeasured(b, e)
 				b.ReportMetric(float64(snk.n.Load())/wall.Seconds(), "msgs/s")
 				if c.peak > 0 {
 					adm.mu.Lock()
@@ -122,6 +114,7 @@ func BenchmarkPacingCPUHTTP(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				defer func() { _ = snk.Close() }()
 				var cnt deliveredCount
 				e, err := pacer.New(pacer.Config{
 					Source: src, Sink: snk, MaxInFlight: 64,
@@ -131,17 +124,24 @@ func BenchmarkPacingCPUHTTP(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				cpu0, t0 := cpuTime(b), time.Now()
-				err = e.Run(ctx)
-				cpu, wall := cpuTime(b)-cpu0, time.Since(t0)
-				cancel()
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-s/s")
+				wall := runMeasured(b, e)
 				b.ReportMetric(float64(cnt.n.Load())/wall.Seconds(), "msgs/s")
 			}
 		})
 	}
+}
+
+// runMeasured runs e for 2 s and reports the process's CPU seconds per
+// second of it ("cpu-s/s"); it returns the wall time the run took.
+func runMeasured(b *testing.B, e *pacer.Engine) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	cpu0, t0 := cpuTime(b), time.Now()
+	err := e.Run(ctx)
+	cpu, wall := cpuTime(b)-cpu0, time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(cpu.Seconds()/wall.Seconds(), "cpu-s/s")
+	return wall
 }

@@ -34,14 +34,7 @@ func TestGivenUpAboveAGapIsNotRepeated(t *testing.T) {
 				t.Fatal(err)
 			}
 			seen := &handovers{n: map[string]int{}}
-			// The first hand-over of each message is held (the test plays
-			// the engine); later ones are acked.
-			deliver := func(ctx context.Context, m *pacer.Message) error {
-				if seen.add(m) == 1 {
-					return nil
-				}
-				return m.Acker.Ack(ctx)
-			}
+			deliver := seen.holdFirst
 			stopA := sourcetest.RunSource(t, a, deliver)
 			testkit.Eventually(t, 30*time.Second, "every message held at the first member", func() bool {
 				return len(seen.first()) == n

@@ -30,6 +30,15 @@ func (h *handovers) add(m *pacer.Message) int {
 	return h.n[m.ID]
 }
 
+// holdFirst plays the engine: the first hand-over of each message is held
+// (never settled), later ones are acked.
+func (h *handovers) holdFirst(ctx context.Context, m *pacer.Message) error {
+	if h.add(m) == 1 {
+		return nil
+	}
+	return m.Acker.Ack(ctx)
+}
+
 func (h *handovers) count(id string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -63,14 +72,7 @@ func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := &handovers{n: map[string]int{}}
-	// The first hand-over of each message is held (not settled); later
-	// ones are acked.
-	deliver := func(ctx context.Context, m *pacer.Message) error {
-		if seen.add(m) == 1 {
-			return nil
-		}
-		return m.Acker.Ack(ctx)
-	}
+	deliver := seen.holdFirst
 	sourcetest.RunSource(t, a, deliver)
 	testkit.Eventually(t, 30*time.Second, "every message held at the first member", func() bool {
 		return len(seen.first()) == n
