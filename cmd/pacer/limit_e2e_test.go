@@ -40,8 +40,8 @@ func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string, ot
 	api := testapi.New(apiCfg)
 	t.Cleanup(api.Close)
 	left := 20.0 // what the API leaves to pacer, requests/s
+	began := time.Now()
 	if other > 0 {
-		left -= float64(time.Second / other)
 		done := make(chan struct{})
 		stopped := make(chan struct{})
 		t.Cleanup(func() { close(done); <-stopped })
@@ -71,7 +71,13 @@ func runFindsTheAPILimit(t *testing.T, apiCfg testapi.Config, wantSrc string, ot
 		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
 	stats := api.Stats()
-	t.Logf("API: %+v (the other client %d); engine: rate %.1f, learned %.1f (%v), since throttle %.1fs", stats, api.Others(),
+	if other > 0 {
+		// What the other client really spent: its ticker falls behind its
+		// nominal rate under load (81 of 112 requests once), and what it
+		// does not spend is pacer's to find.
+		left -= float64(api.Others()) / time.Since(began).Seconds()
+	}
+	t.Logf("API: %+v (the other client %d: pacer's share %.1f/s); engine: rate %.1f, learned %.1f (%v), since throttle %.1fs", stats, api.Others(), left,
 		binharness.Num(st, "engine", "rate_per_second"), binharness.Num(st, "engine", "learned_limit_per_second"), st["engine"].(map[string]any)["limit_source"], binharness.Num(st, "engine", "seconds_since_throttle"))
 	if stats.Unique != n {
 		t.Errorf("API saw %d unique requests want %d", stats.Unique, n)
