@@ -44,32 +44,7 @@ func (s *stampSink) Deliver(_ context.Context, msgs []*pacer.Message, res []pace
 // owes the n-th token at n/rate).
 func pacedRun(tb testing.TB, clock pacer.Clock, rate float64, burst, n int) float64 {
 	tb.Helper()
-	now := time.Now
-	if clock != nil {
-		now = clock.Now
-	}
-	snk := &stampSink{now: now, times: make([]time.Time, n)}
-	e, err := pacer.New(pacer.Config{
-		Source: pacertest.NewSource(pacertest.Messages(n)), Sink: snk, Clock: clock,
-		Shaping: pacer.Shaping{Rate: algorithms.PerSecond(rate), Burst: burst, StartEmpty: true},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	start := now()
-	if err := e.Run(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	if got := int(snk.n.Load()); got != n {
-		tb.Fatalf("delivered %d, want %d", got, n)
-	}
-	last := snk.times[0]
-	for _, t := range snk.times {
-		if t.After(last) {
-			last = t
-		}
-	}
-	return float64(n) / last.Sub(start).Seconds()
+	return peakRun(tb, clock, rate, 0, burst, n, true).rate
 }
 
 func peakOf(p float64) algorithms.Rate {
