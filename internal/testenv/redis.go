@@ -151,7 +151,19 @@ type TCPProxy struct {
 	ln    net.Listener
 	conns map[net.Conn]struct{}
 	delay time.Duration
+	hole  bool // Blackhole
 	wg    sync.WaitGroup
+}
+
+// Blackhole makes the proxy drop everything it reads, both ways, while on,
+// keeping every connection open and accepting new ones (which then hear
+// nothing): a link whose packets are dropped, with no reset. Off forwards
+// again (a connection that lost data mid-stream is best dropped by the
+// client, as it would after a real blackhole).
+func (p *TCPProxy) Blackhole(on bool) {
+	p.mu.Lock()
+	p.hole = on
+	p.mu.Unlock()
 }
 
 // SetDelay makes the proxy hold every chunk of data d before forwarding it
@@ -255,8 +267,11 @@ func (p *TCPProxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			d := p.delay
+			d, hole := p.delay, p.hole
 			p.mu.Unlock()
+			if hole {
+				continue
+			}
 			if d > 0 {
 				time.Sleep(d) // the point of SetDelay: a slow server
 			}
