@@ -37,6 +37,12 @@ type Conn struct {
 	// ReconnectWait is the pause between reconnect attempts (default 250ms);
 	// the client reconnects forever.
 	ReconnectWait time.Duration
+	// PingInterval and MaxPingsOut: the client pings the server every
+	// PingInterval and drops the connection as stale (then reconnects,
+	// logging it) after MaxPingsOut pings unanswered (defaults
+	// DefaultPingInterval, DefaultMaxPingsOut).
+	PingInterval time.Duration
+	MaxPingsOut  int
 }
 
 // TLS configures transport security; certificates are verified unless
@@ -125,8 +131,17 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 	if wait == 0 {
 		wait = 250 * time.Millisecond
 	}
+	ping, pings := c.PingInterval, c.MaxPingsOut
+	if ping <= 0 {
+		ping = DefaultPingInterval
+	}
+	if pings <= 0 {
+		pings = DefaultMaxPingsOut
+	}
 	opts := []nats.Option{
 		nats.Name(name),
+		nats.PingInterval(ping),
+		nats.MaxPingsOutstanding(pings),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(wait),
 		nats.DisconnectErrHandler(onDisconnect(log)),
@@ -172,6 +187,18 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// DefaultFetchBytes is Config.FetchBytes when unset.
+const DefaultFetchBytes = 4 << 20
+
+// Link liveness defaults (Conn.PingInterval, Conn.MaxPingsOut): a link
+// that stops answering (packets dropped, no reset) is declared stale after
+// about PingInterval x (MaxPingsOut + 1), then reconnected; nats.go's own
+// defaults (2 minutes, 2) take minutes.
+const (
+	DefaultPingInterval = 2 * time.Second
+	DefaultMaxPingsOut  = 2
+)
+
 // DeliverPolicy says where a newly created consumer starts.
 type DeliverPolicy string
 
@@ -209,8 +236,14 @@ type Config struct {
 	// at most 1.5 x Batch wait in pacer's hands unseen by the engine, never
 	// the library's 500-message default.
 	Batch int
-	// FetchWait is the expiry of one pull request (default 5s).
+	// FetchWait is the expiry of one pull request (default 5s). A pull
+	// asks the server for idle heartbeats every FetchWait/5; two missed
+	// make the source check its consumer (see rebind.go).
 	FetchWait time.Duration
+	// FetchBytes is the most payload bytes asked per pull (default
+	// DefaultFetchBytes): what waits unseen by the engine stays within
+	// 1.5 x FetchBytes, or FetchBytes/2 plus one larger message (see pull).
+	FetchBytes int
 	// KeyHeader names the header whose value becomes Message.Key
 	// ("Pacer-Key" if empty).
 	KeyHeader string
@@ -244,7 +277,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("%w: deliver_policy %q (want all or new)", ErrInvalidConfig, c.DeliverPolicy)
 	}
-	if c.Batch < 0 || c.MaxAckPending < 0 || c.AckWait < 0 || c.FetchWait < 0 {
+	if c.Batch < 0 || c.MaxAckPending < 0 || c.AckWait < 0 || c.FetchWait < 0 || c.FetchBytes < 0 {
 		return fmt.Errorf("%w: negative value", ErrInvalidConfig)
 	}
 	if c.MaxAckPending > 0 && c.Batch > c.MaxAckPending {
@@ -275,6 +308,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if cc.FetchWait == 0 {
 		cc.FetchWait = 5 * time.Second
+	}
+	if cc.FetchBytes == 0 {
+		cc.FetchBytes = DefaultFetchBytes
 	}
 	if cc.KeyHeader == "" {
 		cc.KeyHeader = "Pacer-Key"

@@ -12,9 +12,12 @@ import (
 
 var _ pacer.ReadyChecker = (*Source)(nil)
 
-// Ready implements pacer.ReadyChecker from the connection's own status, no
-// round trip: nil while Run holds a connected connection; an error before
-// Run has connected, and while the client is reconnecting or closed.
+// Ready implements pacer.ReadyChecker from the connection's own status and
+// what the pull paths found, no round trip: nil while Run holds a connected
+// connection and every path pulls; an error before Run has connected, while
+// the client is reconnecting or closed (a stale link included: see
+// Conn.PingInterval), and while a path's consumer is gone or the server
+// does not answer its pulls (rebind.go).
 func (s *Source) Ready(ctx context.Context) error {
 	s.mu.Lock()
 	nc := s.nc
@@ -27,6 +30,9 @@ func (s *Source) Ready(ctx context.Context) error {
 	}
 	if st := nc.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("nats: connection %s", st)
+	}
+	if p := s.problem(); p != "" {
+		return errors.New("nats: " + p)
 	}
 	return nil
 }

@@ -72,6 +72,9 @@ type Source struct {
 	paths   atomic.Int64 // per-subject paths started (SubjectToken)
 	// holdBound is the engine's bound (HoldBound; 0: none passed).
 	holdBound int
+
+	probMu   sync.Mutex
+	problems map[string]string // consumer name -> why its path cannot pull (rebind.go)
 }
 
 // defaultMaxAckPending is MaxAckPending without a configured value or an
@@ -103,7 +106,8 @@ type tracked struct {
 	msg     jetstream.Msg
 	touched time.Time // arrival or last InProgress
 	settled atomic.Bool
-	last    bool // on its last delivery (NumDelivered >= the consumer's MaxDeliver)
+	bytes   int64 // msgBytes
+	last    bool  // on its last delivery (NumDelivered >= the consumer's MaxDeliver)
 }
 
 // New validates cfg and returns a Source. It does not connect: Run does.
@@ -111,7 +115,7 @@ func New(cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Source{cfg: cfg.withDefaults(), out: map[*tracked]struct{}{}}
+	s := &Source{cfg: cfg.withDefaults(), out: map[*tracked]struct{}{}, problems: map[string]string{}}
 	return s, nil
 }
 
@@ -176,32 +180,33 @@ func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.M
 		return s.runPerSubject(ctx, nc, deliver)
 	}
 
-	cons, ackWait, err := s.consumer(ctx, nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("nats: jetstream: %w", err)
+	}
+	b := s.singleBinding(js)
+	cons, ackWait, err := s.bind(ctx, b)
 	if err != nil {
 		return err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// At most Batch/2 not yet handed over when a pull starts, plus Batch
-	// from it: the channel never blocks the puller.
-	local := make(chan *tracked, s.cfg.Batch+s.cfg.Batch/2+1)
-	var unhanded atomic.Int64
-	handed := make(chan struct{}, 1)
+	h := s.newHandover()
 
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); s.keepAlive(ctx, ackWait) }()
-	go func() { defer wg.Done(); s.pull(ctx, cons, local, &unhanded, handed) }()
+	go func() { defer wg.Done(); s.pull(ctx, b, cons, h) }()
 
-	stopped := s.deliverLoop(ctx, deliver, local, &unhanded, handed)
+	stopped := s.deliverLoop(ctx, deliver, h)
 	cancel()
 	wg.Wait()
 	// Give back what was fetched but never handed over. A message on its
 	// last delivery (max_deliver) would be discarded by the server if given
 	// back: it is handed to the engine instead, which, stopping, writes it
 	// to the dead-letter destination (pacer.LastDeliverer).
-	s.giveBackAll(ctx, local, deliver)
+	s.giveBackAll(ctx, h.local, deliver)
 	if stopped {
 		return nil
 	}
@@ -230,13 +235,9 @@ func (s *Source) dial(ctx context.Context) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// consumer creates or binds the durable and returns its AckWait.
-func (s *Source) consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consumer, time.Duration, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, 0, fmt.Errorf("nats: jetstream: %w", err)
-	}
-	var cons jetstream.Consumer
+// singleBinding is the binding of the one consumer (SubjectToken 0).
+func (s *Source) singleBinding(js jetstream.JetStream) *binding {
+	b := &binding{js: js, name: s.cfg.Consumer}
 	if s.cfg.Create {
 		cc := jetstream.ConsumerConfig{
 			Durable:       s.cfg.Consumer,
@@ -249,37 +250,55 @@ func (s *Source) consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consume
 		if s.cfg.DeliverPolicy == DeliverNew {
 			cc.DeliverPolicy = jetstream.DeliverNewPolicy
 		}
-		cons, err = js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, cc)
-	} else {
-		cons, err = js.Consumer(ctx, s.cfg.Stream, s.cfg.Consumer)
+		b.cc = &cc
 	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("nats: consumer %s on stream %s: %w", s.cfg.Consumer, s.cfg.Stream, err)
+	return b
+}
+
+// handover is one pull path's messages fetched and not yet handed to the
+// engine: the pull fills local, the deliver loop empties it.
+type handover struct {
+	local    chan *tracked
+	unhanded atomic.Int64 // messages in local or being handed over
+	bytes    atomic.Int64 // their payload bytes (msgBytes)
+	handed   chan struct{}
+}
+
+// newHandover sizes local for what a pull may add to what waits: at most
+// Batch/2 wait when a pull starts, plus Batch from it, so the channel never
+// blocks the puller.
+func (s *Source) newHandover() *handover {
+	return &handover{local: make(chan *tracked, s.cfg.Batch+s.cfg.Batch/2+1), handed: make(chan struct{}, 1)}
+}
+
+// msgBytes is what a fetched message counts against FetchBytes: its data
+// and headers.
+func msgBytes(msg jetstream.Msg) int64 {
+	n := len(msg.Data())
+	for k, vs := range msg.Headers() {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
 	}
-	info := cons.CachedInfo()
-	s.maxDeliver.Store(int64(info.Config.MaxDeliver))
-	ackWait := info.Config.AckWait
-	if ackWait <= 0 {
-		ackWait = 30 * time.Second
-	}
-	if info.Config.AckPolicy != jetstream.AckExplicitPolicy {
-		return nil, 0, fmt.Errorf("%w: consumer %s has ack policy %v, want explicit", ErrInvalidConfig, s.cfg.Consumer, info.Config.AckPolicy)
-	}
-	s.cfg.Logger.Debug("nats: consumer", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer,
-		"ack_wait", ackWait, "max_ack_pending", info.Config.MaxAckPending)
-	return cons, ackWait, nil
+	return int64(n)
 }
 
 // pull fetches a batch whenever the Source is not paused and the engine has
-// taken everything fetched before.
-func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<- *tracked, unhanded *atomic.Int64, handed <-chan struct{}) {
-	backoff := 50 * time.Millisecond
+// taken most of what was fetched before. It pipelines: the next pull starts
+// once at most Batch/2 messages and FetchBytes/2 bytes still wait to be
+// handed over, and asks for at most Batch messages and FetchBytes bytes.
+// After a byte-bounded pull that brought nothing (the next message may be
+// larger than FetchBytes: the server then sends nothing), one pull asks for
+// a single message of any size. So what waits unseen by the engine stays
+// within 1.5 x Batch messages, and within 1.5 x FetchBytes or FetchBytes/2
+// plus one message. A pull that fails, or hears no heartbeat, checks the
+// consumer (recoverConsumer).
+func (s *Source) pull(ctx context.Context, b *binding, cons jetstream.Consumer, h *handover) {
+	one := false // the next pull asks for one message of any size
 	for {
-		// Pipelined: the next pull starts once at most half a batch is
-		// still waiting to be handed over.
-		for unhanded.Load() > int64(s.cfg.Batch/2) {
+		for h.unhanded.Load() > int64(s.cfg.Batch/2) || h.bytes.Load() > int64(s.cfg.FetchBytes/2) {
 			select {
-			case <-handed:
+			case <-h.handed:
 			case <-ctx.Done():
 				return
 			}
@@ -294,12 +313,24 @@ func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<-
 			continue
 		}
 		fctx, fcancel := context.WithTimeout(ctx, s.cfg.FetchWait)
-		batch, err := cons.Fetch(s.cfg.Batch, jetstream.FetchContext(fctx))
+		opts := []jetstream.FetchOpt{jetstream.FetchContext(fctx)}
+		if hb := s.cfg.FetchWait / 5; hb >= 50*time.Millisecond {
+			opts = append(opts, jetstream.FetchHeartbeat(hb))
+		}
+		n := 1
+		if !one {
+			n = s.cfg.Batch
+			opts = append(opts, jetstream.FetchMaxBytes(s.cfg.FetchBytes))
+		}
+		batch, err := cons.Fetch(n, opts...)
+		got := 0
 		if err == nil {
 			for msg := range batch.Messages() {
 				tr := s.track(msg)
-				unhanded.Add(1)
-				local <- tr // never blocks: at most Batch per pull, pulled only when empty
+				h.unhanded.Add(1)
+				h.bytes.Add(tr.bytes)
+				got++
+				h.local <- tr // never blocks: see newHandover
 			}
 			err = batch.Error()
 		}
@@ -307,26 +338,19 @@ func (s *Source) pull(ctx context.Context, cons jetstream.Consumer, local chan<-
 		if ctx.Err() != nil {
 			return
 		}
+		one = !one && got == 0 && err == nil
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			s.cfg.Logger.Warn("nats: fetch", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer, "err", err)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+			s.cfg.Logger.Warn("nats: fetch", "stream", s.cfg.Stream, "consumer", b.name, "err", err)
+			if cons = s.recoverConsumer(ctx, b, cons, err); cons == nil {
 				return
 			}
-			backoff = min(2*backoff, 2*time.Second)
-			continue
 		}
-		backoff = 50 * time.Millisecond
 	}
 }
 
 // deliverLoop hands fetched messages over; it reports whether it stopped
 // because deliver failed outside ctx.
-func (s *Source) deliverLoop(ctx context.Context, deliver func(context.Context, *pacer.Message) error,
-	local <-chan *tracked, unhanded *atomic.Int64, handed chan<- struct{}) bool {
+func (s *Source) deliverLoop(ctx context.Context, deliver func(context.Context, *pacer.Message) error, h *handover) bool {
 	for {
 		paused, resumed, pausedC := s.gate.State()
 		if paused {
@@ -339,7 +363,7 @@ func (s *Source) deliverLoop(ctx context.Context, deliver func(context.Context, 
 		}
 		var tr *tracked
 		select {
-		case tr = <-local:
+		case tr = <-h.local:
 		case <-pausedC:
 			continue
 		case <-ctx.Done():
@@ -356,9 +380,10 @@ func (s *Source) deliverLoop(ctx context.Context, deliver func(context.Context, 
 		} else {
 			s.delivered.Add(1)
 		}
-		unhanded.Add(-1)
+		h.unhanded.Add(-1)
+		h.bytes.Add(-tr.bytes)
 		select {
-		case handed <- struct{}{}:
+		case h.handed <- struct{}{}:
 		default:
 		}
 		if err != nil && ctx.Err() == nil && m != nil {
@@ -373,7 +398,7 @@ func (s *Source) convert(tr *tracked) (*pacer.Message, error) {
 		return nil, err
 	}
 	m := &pacer.Message{
-		ID:        md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10),
+		ID:        messageID(md),
 		Value:     tr.msg.Data(),
 		Topic:     tr.msg.Subject(),
 		Offset:    int64(md.Sequence.Stream),
@@ -398,8 +423,18 @@ func (s *Source) convert(tr *tracked) (*pacer.Message, error) {
 	return m, nil
 }
 
+// messageID is a message's ID: <stream>/<sequence>@<stored>, stored being
+// the time the stream stored the message, in Unix nanoseconds (the server
+// assigns it and keeps it with the message). Sequences restart at 1 when a
+// stream is deleted and created again; the stored time does not repeat, so
+// the ID is unique across the stream's generations, and the same on every
+// redelivery and for every consumer of the stream.
+func messageID(md *jetstream.MsgMetadata) string {
+	return md.Stream + "/" + strconv.FormatUint(md.Sequence.Stream, 10) + "@" + strconv.FormatInt(md.Timestamp.UnixNano(), 10)
+}
+
 func (s *Source) track(msg jetstream.Msg) *tracked {
-	tr := &tracked{msg: msg, touched: time.Now()}
+	tr := &tracked{msg: msg, touched: time.Now(), bytes: msgBytes(msg)}
 	s.outMu.Lock()
 	s.out[tr] = struct{}{}
 	s.outMu.Unlock()

@@ -100,10 +100,8 @@ func (s *Source) Paths() int { return int(s.paths.Load()) }
 
 // subjectPath is one tenant's consumer and its hand-over path.
 type subjectPath struct {
-	key      string
-	local    chan *tracked
-	unhanded atomic.Int64
-	handed   chan struct{}
+	key string
+	*handover
 }
 
 // runPerSubject is Run with SubjectToken set.
@@ -147,27 +145,26 @@ func (s *Source) runPerSubject(ctx context.Context, nc *nats.Conn, deliver func(
 		if s.cfg.DeliverPolicy == DeliverNew {
 			cc.DeliverPolicy = jetstream.DeliverNewPolicy
 		}
-		cons, err := js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, cc)
+		b := &binding{js: js, name: cc.Durable, cc: &cc}
+		cons, ackWait, err := s.bind(ctx, b)
 		if err != nil {
-			return fmt.Errorf("nats: consumer %s on stream %s: %w", cc.Durable, s.cfg.Stream, err)
+			return err
 		}
-		info := cons.CachedInfo()
-		s.maxDeliver.Store(int64(info.Config.MaxDeliver))
 		select {
-		case ackWaitC <- info.Config.AckWait:
+		case ackWaitC <- ackWait:
 		default:
 		}
-		p := &subjectPath{key: key, local: make(chan *tracked, s.cfg.Batch+s.cfg.Batch/2+1), handed: make(chan struct{}, 1)}
+		p := &subjectPath{key: key, handover: s.newHandover()}
 		mu.Lock()
 		paths[key] = p
 		mu.Unlock()
 		s.paths.Add(1)
 		s.cfg.Logger.Debug("nats: per-subject consumer", "consumer", cc.Durable, "filter", cc.FilterSubject)
 		wg.Add(2)
-		go func() { defer wg.Done(); s.pull(ctx, cons, p.local, &p.unhanded, p.handed) }()
+		go func() { defer wg.Done(); s.pull(ctx, b, cons, p.handover) }()
 		go func() {
 			defer wg.Done()
-			if s.deliverLoop(ctx, withKey(key), p.local, &p.unhanded, p.handed) {
+			if s.deliverLoop(ctx, withKey(key), p.handover) {
 				stopped.Store(true)
 				cancel()
 			}
