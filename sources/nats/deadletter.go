@@ -2,9 +2,11 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,10 +39,17 @@ type DeadLetterConfig struct {
 }
 
 // DeadLetter publishes messages that will never be delivered to a JetStream
-// subject; DeadLetter returns nil only once the stream acknowledged the
-// publish. The original payload and headers are kept, with Pacer-Dlq-*
-// headers added; Nats-Msg-Id is set to the original ID so a retried
-// dead-letter write is de-duplicated by the stream.
+// subject; DeadLetter returns nil only once the dead letter is known stored:
+// the stream acknowledged the publish, and an acknowledgement that reports
+// a duplicate counts only if the record stored under that ID is this
+// message's dead letter (same original ID, same dead-letter subject). The
+// original payload is kept with the producer's application headers (every
+// header but the Nats-* ones, which are JetStream's instructions for the
+// original publish: Nats-Expected-Stream, Nats-Rollup, Nats-Msg-Id,
+// Nats-TTL...) and the Pacer-Dlq-* headers added. Nats-Msg-Id is
+// "dlq/<subject>/<original ID>", so a retried write is de-duplicated by the
+// stream, and two pipelines dead-lettering the same message to different
+// subjects of one stream both store theirs.
 // It is safe for concurrent use.
 type DeadLetter struct {
 	cfg   DeadLetterConfig
@@ -82,6 +91,9 @@ func (d *DeadLetter) DeadLetter(ctx context.Context, m *pacer.Message, reason er
 	msg := nats.NewMsg(d.cfg.Subject)
 	msg.Data = m.Value
 	for k, v := range m.Headers {
+		if isControlHeader(k) {
+			continue
+		}
 		msg.Header.Set(k, v)
 	}
 	why := "unknown"
@@ -97,12 +109,45 @@ func (d *DeadLetter) DeadLetter(ctx context.Context, m *pacer.Message, reason er
 	msg.Header.Set(HeaderTime, d.cfg.Now().UTC().Format(time.RFC3339Nano))
 	var opts []jetstream.PublishOpt
 	if m.ID != "" {
-		opts = append(opts, jetstream.WithMsgID("dlq/"+m.ID))
+		opts = append(opts, jetstream.WithMsgID("dlq/"+d.cfg.Subject+"/"+m.ID))
 	}
-	if _, err := d.js.PublishMsg(ctx, msg, opts...); err != nil {
-		return fmt.Errorf("nats: dead-letter to %s: %w", d.cfg.Subject, err)
+	ack, err := d.js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		return fmt.Errorf("nats: dead-letter of %q to %s: %w", m.ID, d.cfg.Subject, err)
+	}
+	if ack.Duplicate {
+		return d.checkDuplicate(ctx, m, ack)
 	}
 	return nil
+}
+
+// checkDuplicate returns nil if the record the stream reports holding under
+// m's dead-letter ID is m's dead letter on this subject (a retried write),
+// and an error otherwise: the dead letter is not stored.
+func (d *DeadLetter) checkDuplicate(ctx context.Context, m *pacer.Message, ack *jetstream.PubAck) error {
+	str, err := d.js.Stream(ctx, ack.Stream)
+	if err == nil {
+		var raw *jetstream.RawStreamMsg
+		if raw, err = str.GetMsg(ctx, ack.Sequence); err == nil {
+			if raw.Subject == d.cfg.Subject && raw.Header.Get(HeaderID) == m.ID {
+				return nil
+			}
+			return fmt.Errorf("%w: %q to %s: stream %s holds record %d under its ID, dead letter of %q on %s",
+				ErrDeadLetterDuplicate, m.ID, d.cfg.Subject, ack.Stream, ack.Sequence, raw.Header.Get(HeaderID), raw.Subject)
+		}
+	}
+	return fmt.Errorf("%w: %q to %s: stream %s reports a duplicate (record %d) that cannot be read back: %w",
+		ErrDeadLetterDuplicate, m.ID, d.cfg.Subject, ack.Stream, ack.Sequence, err)
+}
+
+// ErrDeadLetterDuplicate is wrapped by a dead-letter write the stream
+// de-duplicated against a record that is not this message's dead letter.
+var ErrDeadLetterDuplicate = errors.New("nats: dead letter dropped as a duplicate")
+
+// isControlHeader reports whether a header is JetStream's (Nats-*, in any
+// case): never copied into a dead letter.
+func isControlHeader(k string) bool {
+	return len(k) >= 5 && strings.EqualFold(k[:5], "nats-")
 }
 
 // Close closes the connection if the publisher dialled it.
