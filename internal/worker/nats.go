@@ -35,9 +35,21 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		MaxDeliver:    count(n.MaxDeliver),
 		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
+		FetchBytes:    natsFetchBytes(cfg.Shaping.QueueBytes),
 		SubjectToken:  n.TenantInSubject,
 		Logger:        log,
 	}
+}
+
+// natsFetchBytes is the source's FetchBytes for shaping.queue_bytes: half
+// of it, so what is fetched ahead (at most 1.5 x FetchBytes, or half of it
+// plus one larger message) adds at most 3/4 of queue_bytes to what the
+// queue holds; the source's default without a byte bound.
+func natsFetchBytes(queueBytes config.ByteSize) int {
+	if queueBytes <= 0 {
+		return 0
+	}
+	return int(max(queueBytes/2, 1))
 }
 
 // buildNATSSource builds the JetStream source (and a subject dead-letter

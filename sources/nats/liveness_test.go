@@ -60,7 +60,7 @@ func TestBlackholedLinkNoticed(t *testing.T) {
 // TestFetchAheadBoundedInBytes: with 256 KiB messages and the engine
 // taking none (its queue full), what the source holds fetched stays within
 // 1.5 x FetchBytes plus the one message the engine holds, where Batch
-// alone let 48 messages (12 MiB) pile up; and a FetchBytes smaller than
+// alone let a whole batch (32 messages, 8 MiB) pile up; and a FetchBytes smaller than
 // one message still delivers every message.
 func TestFetchAheadBoundedInBytes(t *testing.T) {
 	url := testenv.NATS(t)
