@@ -39,7 +39,7 @@ func (s *churnSink) DeadLetter(_ context.Context, m *pacer.Message, _ error) err
 		s.dlFailed++
 		return errors.New("dead-letter destination down")
 	}
-	s.delivered[m.ID]++
+	s.delivered[at(m)]++
 	return nil
 }
 
@@ -63,7 +63,7 @@ func (s *churnSink) Deliver(ctx context.Context, msgs []*pacer.Message, results 
 			results[i] = pacer.Result{Outcome: pacer.Reject, Err: errors.New("400")}
 			continue
 		}
-		s.delivered[m.ID]++
+		s.delivered[at(m)]++
 		results[i] = pacer.Result{Outcome: pacer.Delivered}
 	}
 	s.mu.Unlock()

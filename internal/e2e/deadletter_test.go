@@ -13,7 +13,12 @@ import (
 	"github.com/pacer-dev/pacer/sources/kafka"
 )
 
-// poisonSink rejects one message permanently and delivers the rest.
+// at names a Kafka message by topic/partition/offset (its ID adds the
+// topic's ID).
+func at(m *pacer.Message) string { return fmt.Sprintf("%s/%d/%d", m.Topic, m.Partition, m.Offset) }
+
+// poisonSink rejects one message (poison: topic/partition/offset)
+// permanently and delivers the rest.
 type poisonSink struct {
 	poison    string
 	mu        sync.Mutex
@@ -24,11 +29,11 @@ func (s *poisonSink) Deliver(_ context.Context, msgs []*pacer.Message, results [
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, m := range msgs {
-		if m.ID == s.poison {
+		if at(m) == s.poison {
 			results[i] = pacer.Result{Outcome: pacer.Reject, Err: errors.New("400 poison")}
 			continue
 		}
-		s.delivered[m.ID]++
+		s.delivered[at(m)]++
 		results[i] = pacer.Result{Outcome: pacer.Delivered}
 	}
 	return pacer.Feedback{}
@@ -49,7 +54,7 @@ func (d *flakyDLQ) DeadLetter(_ context.Context, m *pacer.Message, _ error) erro
 	if d.calls <= d.failures {
 		return errors.New("dead-letter destination down")
 	}
-	d.written = append(d.written, m.ID)
+	d.written = append(d.written, at(m))
 	return nil
 }
 

@@ -42,7 +42,7 @@ func (h admitHook) OnAdmitted(n int, _ time.Duration) {
 func (r *recorder) Deliver(_ context.Context, msgs []*pacer.Message, results []pacer.Result) pacer.Feedback {
 	r.mu.Lock()
 	for i, m := range msgs {
-		r.delivered[m.ID]++
+		r.delivered[at(m)]++
 		results[i] = pacer.Result{Outcome: pacer.Delivered}
 	}
 	r.mu.Unlock()

@@ -68,9 +68,9 @@ func (q *redeliveries) next(now time.Time) (*pacer.Message, time.Time) {
 	}
 	q.items = append(q.items[:best], q.items[best+1:]...)
 	q.n.Store(int32(len(q.items)))
-	m := convert(r.a.msg)
+	m := convert(r.a.msg, r.a.topicID)
 	m.Delivered = r.a.delivered + 1
-	m.Acker = &acker{w: r.a.w, rq: q, msg: r.a.msg, delivered: m.Delivered}
+	m.Acker = &acker{w: r.a.w, rq: q, msg: r.a.msg, topicID: r.a.topicID, delivered: m.Delivered}
 	return m, time.Time{}
 }
 

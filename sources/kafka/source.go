@@ -275,6 +275,8 @@ type handler struct {
 	// of the session's claims (gap.go): written by Setup, read by the
 	// session's ConsumeClaims, which start after it.
 	done map[tp]doneAt
+	// ids are the claimed topics' IDs (topicid.go): written by Setup too.
+	ids map[string]string
 }
 
 func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
@@ -287,6 +289,7 @@ func (h *handler) Setup(sess sarama.ConsumerGroupSession) error {
 	s.cfg.Logger.Debug("kafka: session", "group", s.cfg.Group, "member", sess.MemberID(),
 		"generation", sess.GenerationID(), "claims", sess.Claims())
 	h.done = s.fetchDone(h.client, sess.Claims())
+	h.ids = s.topicIDs(h.client, sess.Claims())
 	s.commit.Store(newCommitter(sess, s.cfg.CommitInterval, s.cfg.CommitAfter))
 	s.sessions.Add(1)
 	return nil
@@ -432,8 +435,8 @@ func (h *handler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.Co
 			w.finish(msg.Offset)
 			continue
 		}
-		m := convert(msg)
-		m.Acker = &acker{w: w, rq: rq, msg: msg, delivered: 1}
+		m := convert(msg, h.ids[topic])
+		m.Acker = &acker{w: w, rq: rq, msg: msg, topicID: h.ids[topic], delivered: 1}
 		w.add(msg.Offset)
 		if err := h.deliver(ctx, m); err != nil {
 			w.drop(msg.Offset)
@@ -467,9 +470,15 @@ func (s *Source) giveUp(topic string, partition int32, w *watermark) (low int64,
 	return w.revoke()
 }
 
-func convert(msg *sarama.ConsumerMessage) *pacer.Message {
+// convert makes the engine's message of msg, whose topic has the ID
+// topicID ("" if unknown: see topicid.go).
+func convert(msg *sarama.ConsumerMessage, topicID string) *pacer.Message {
+	id := msg.Topic + "/" + strconv.FormatInt(int64(msg.Partition), 10) + "/" + strconv.FormatInt(msg.Offset, 10)
+	if topicID != "" {
+		id += "@" + topicID
+	}
 	m := &pacer.Message{
-		ID:        msg.Topic + "/" + strconv.FormatInt(int64(msg.Partition), 10) + "/" + strconv.FormatInt(msg.Offset, 10),
+		ID:        id,
 		Key:       msg.Key,
 		Value:     msg.Value,
 		Topic:     msg.Topic,
@@ -495,6 +504,7 @@ type acker struct {
 	w         *watermark
 	rq        *redeliveries
 	msg       *sarama.ConsumerMessage
+	topicID   string
 	delivered int
 	once      atomic.Bool
 }
