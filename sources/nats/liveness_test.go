@@ -45,8 +45,9 @@ func TestBlackholedLinkNoticed(t *testing.T) {
 		t.Fatalf("Ready before the blackhole = %v", err)
 	}
 	proxy.Blackhole(true)
+	start := time.Now()
 	testkit.Eventually(t, 30*time.Second, "not ready while the link is blackholed", func() bool { return s.Ready(ctx) != nil })
-	t.Logf("Ready while blackholed: %v", s.Ready(ctx))
+	t.Logf("not ready %v after the blackhole: %v", time.Since(start).Round(100*time.Millisecond), s.Ready(ctx))
 	testkit.Eventually(t, 10*time.Second, "a log line", func() bool {
 		l := logs.String()
 		return strings.Contains(l, "nats: disconnected") || strings.Contains(l, "nats: not consuming")
