@@ -122,10 +122,10 @@ max_in_flight: 4`
 		for _, r := range acc {
 			if n, ok := seq(r.Body); ok && tl.seen[n] > 1 {
 				t.Logf("repeated: %s (n=%d) arrived %s from %s", r.IdempotencyKey, n, r.Arrived.Format("15:04:05.000000"), r.Header.Get("X-Worker"))
-				f := strings.Split(r.IdempotencyKey, "/")
+				f := keyFields(r.IdempotencyKey)
 				off, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
 				for _, q := range acc {
-					g := strings.Split(q.IdempotencyKey, "/")
+					g := keyFields(q.IdempotencyKey)
 					o, _ := strconv.ParseInt(g[len(g)-1], 10, 64)
 					if len(g) == len(f) && g[len(g)-2] == f[len(f)-2] && o != off && o >= off-5 && o <= off+5 {
 						t.Logf("  %s arrived %s from %s", q.IdempotencyKey, q.Arrived.Format("15:04:05.000000"), q.Header.Get("X-Worker"))
@@ -191,12 +191,19 @@ func committed(cl *kgo.Client, group, topic string) (map[int32]int64, error) {
 	return out, nil
 }
 
+// keyFields splits a Kafka message ID, topic/partition/offset@topic-ID,
+// into topic, partition and offset.
+func keyFields(id string) []string {
+	tpo, _, _ := strings.Cut(id, "@")
+	return strings.Split(tpo, "/")
+}
+
 // acceptedOffsets indexes the API's record by partition and offset, from
-// the Idempotency-Key topic/partition/offset.
+// the Idempotency-Key topic/partition/offset@topic-ID.
 func acceptedOffsets(api *testapi.Server, topic string) map[int32]map[int64]bool {
 	out := map[int32]map[int64]bool{}
 	for _, r := range api.Accepted() {
-		f := strings.Split(r.IdempotencyKey, "/")
+		f := keyFields(r.IdempotencyKey)
 		if len(f) != 3 || f[0] != topic {
 			continue
 		}

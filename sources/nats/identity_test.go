@@ -187,11 +187,8 @@ func TestConsumerDeletedIsCreatedAgain(t *testing.T) {
 	_, js := connect(t, url)
 	name := testenv.UniqueName(t, "CDL")
 	stream(t, js, name)
-	logs := &testkit.Buffer{}
-	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
-		AckWait: testAckWait, Batch: 4, FetchWait: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	var got atomic.Int64
-	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+	s, got, logs := runCounting(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
+		AckWait: testAckWait, Batch: 4, FetchWait: time.Second})
 	publishValues(t, js, name+".in", "a", 10)
 	testkit.Eventually(t, 30*time.Second, "the first 10", func() bool { return got.Load() == 10 })
 	if err := js.DeleteConsumer(context.Background(), name, "c"); err != nil {
@@ -216,11 +213,8 @@ func TestStreamDeletedNotReadyUntilBack(t *testing.T) {
 	_, js := connect(t, url)
 	name := testenv.UniqueName(t, "SDL")
 	stream(t, js, name)
-	logs := &testkit.Buffer{}
-	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
-		AckWait: testAckWait, Batch: 4, FetchWait: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	var got atomic.Int64
-	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+	s, got, logs := runCounting(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
+		AckWait: testAckWait, Batch: 4, FetchWait: time.Second})
 	publishValues(t, js, name+".in", "a", 5)
 	testkit.Eventually(t, 30*time.Second, "the first 5", func() bool { return got.Load() == 5 })
 	ctx := context.Background()
@@ -255,11 +249,8 @@ func TestBoundConsumerDeletedNotReady(t *testing.T) {
 	if _, err := js.CreateConsumer(ctx, name, cc); err != nil {
 		t.Fatal(err)
 	}
-	logs := &testkit.Buffer{}
-	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "ext", Batch: 4,
-		FetchWait: time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	var got atomic.Int64
-	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+	s, got, logs := runCounting(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "ext", Batch: 4,
+		FetchWait: time.Second})
 	publishValues(t, js, name+".in", "a", 5)
 	testkit.Eventually(t, 30*time.Second, "the first 5", func() bool { return got.Load() == 5 })
 	if err := js.DeleteConsumer(ctx, name, "ext"); err != nil {
@@ -279,4 +270,16 @@ func TestBoundConsumerDeletedNotReady(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "ready again", func() bool { return s.Ready(ctx) == nil })
 	publishValues(t, js, name+".in", "b", 5)
 	testkit.Eventually(t, 60*time.Second, "the 5 published after", func() bool { return got.Load() == 10 })
+}
+
+// runCounting runs a Source of cfg (its logs in logs) that acks every
+// message and counts them in got, until the test ends.
+func runCounting(t *testing.T, cfg pnats.Config) (s *pnats.Source, got *atomic.Int64, logs *testkit.Buffer) {
+	t.Helper()
+	logs = &testkit.Buffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	s = newSource(t, cfg)
+	got = new(atomic.Int64)
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+	return s, got, logs
 }

@@ -3,18 +3,14 @@ package nats_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
-	"github.com/pacer-dev/pacer/pacer"
 	pnats "github.com/pacer-dev/pacer/sources/nats"
-	"github.com/pacer-dev/pacer/sources/sourcetest"
 )
 
 // TestBlackholedLinkNoticed: the link to NATS goes silent (a proxy drops
@@ -32,12 +28,8 @@ func TestBlackholedLinkNoticed(t *testing.T) {
 	_, js := connect(t, srvURL)
 	name := testenv.UniqueName(t, "HOLE")
 	stream(t, js, name)
-	logs := &testkit.Buffer{}
-	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: "nats://" + proxy.Addr(), ReconnectWait: 100 * time.Millisecond},
-		Stream: name, Consumer: "c", Create: true, AckWait: 2 * time.Second, Batch: 4, FetchWait: time.Second,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	var got atomic.Int64
-	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
+	s, got, logs := runCounting(t, pnats.Config{Conn: pnats.Conn{URL: "nats://" + proxy.Addr(), ReconnectWait: 100 * time.Millisecond},
+		Stream: name, Consumer: "c", Create: true, AckWait: 2 * time.Second, Batch: 4, FetchWait: time.Second})
 	publishValues(t, js, name+".in", "a", 5)
 	testkit.Eventually(t, 30*time.Second, "the first 5", func() bool { return got.Load() == 5 })
 	ctx := context.Background()
@@ -83,27 +75,14 @@ func TestFetchAheadBoundedInBytes(t *testing.T) {
 		t.Run(tc.consumer, func(t *testing.T) {
 			s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: tc.consumer, Create: true,
 				Batch: 32, FetchBytes: tc.fetchBytes, FetchWait: time.Second})
-			release := make(chan struct{})
-			var got atomic.Int64
-			sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
-				if got.Add(1) == 1 {
-					select { // the engine's queue is full
-					case <-release:
-					case <-ctx.Done():
-						return ctx.Err()
-					}
-				}
-				return m.Acker.Ack(ctx)
-			})
-			testkit.Eventually(t, 30*time.Second, "the first message", func() bool { return got.Load() >= 1 })
-			time.Sleep(500 * time.Millisecond) // window for a source to over-fetch (can only hide a bug)
+			got, release := runHoldingFirst(t, s)
 			held := s.Outstanding() * size
 			limit := max(tc.fetchBytes*3/2, tc.fetchBytes/2+size) + size // + the one the engine holds
 			t.Logf("FetchBytes %d: %d messages (%d KiB) held fetched, bound %d KiB", tc.fetchBytes, s.Outstanding(), held>>10, limit>>10)
 			if held > limit {
 				t.Errorf("%d bytes held fetched while the engine takes nothing, want <= %d", held, limit)
 			}
-			close(release)
+			release()
 			testkit.Eventually(t, 60*time.Second, "all 40", func() bool { return got.Load() >= 40 })
 		})
 	}

@@ -20,6 +20,31 @@ import (
 	pnats "github.com/pacer-dev/pacer/sources/nats"
 )
 
+// runHoldingFirst runs s with an engine whose queue is full: the first
+// message it takes is held until release is called, and it takes nothing
+// meanwhile; every message is acked. It returns once the first message is
+// held and a window for the source to over-fetch has passed (a sleep that
+// can only hide a bug, never make one).
+func runHoldingFirst(t *testing.T, s *pnats.Source) (got *atomic.Int64, release func()) {
+	t.Helper()
+	held := make(chan struct{})
+	got = new(atomic.Int64)
+	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		if got.Add(1) == 1 {
+			select { // the engine's queue is full
+			case <-held:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return m.Acker.Ack(ctx)
+	})
+	testkit.Eventually(t, 30*time.Second, "the first message", func() bool { return got.Load() >= 1 })
+	time.Sleep(400 * time.Millisecond)
+	var once sync.Once
+	return got, func() { once.Do(func() { close(held) }) }
+}
+
 func publishN(t *testing.T, js jetstream.JetStream, subject string, from, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -43,20 +68,7 @@ func TestFetchIsBounded(t *testing.T) {
 	const batch = 5
 	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true,
 		Batch: batch})
-	release := make(chan struct{})
-	var got atomic.Int64
-	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
-		if got.Add(1) == 1 {
-			select { // the engine's queue is full
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return m.Acker.Ack(ctx)
-	})
-	testkit.Eventually(t, 30*time.Second, "the first message", func() bool { return got.Load() >= 1 })
-	time.Sleep(400 * time.Millisecond) // window for a prefetching source to over-fetch (can only hide a bug)
+	got, release := runHoldingFirst(t, s)
 	cons, err := js.Consumer(context.Background(), name, "c")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +85,7 @@ func TestFetchIsBounded(t *testing.T) {
 	if n := s.Outstanding(); n > limit {
 		t.Fatalf("Outstanding() = %d want <= %d", n, limit)
 	}
-	close(release)
+	release()
 	testkit.Eventually(t, 30*time.Second, "all 200", func() bool { return got.Load() >= 200 })
 }
 
