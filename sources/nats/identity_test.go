@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -191,9 +192,7 @@ func TestConsumerDeletedIsCreatedAgain(t *testing.T) {
 		AckWait: testAckWait, Batch: 4, FetchWait: time.Second})
 	publishValues(t, js, name+".in", "a", 10)
 	testkit.Eventually(t, 30*time.Second, "the first 10", func() bool { return got.Load() == 10 })
-	if err := js.DeleteConsumer(context.Background(), name, "c"); err != nil {
-		t.Fatal(err)
-	}
+	deleteConsumer(t, js, name, "c")
 	publishValues(t, js, name+".in", "b", 10)
 	// The re-created consumer starts from the stream's first message
 	// (deliver policy all): the first 10 come again, then the new 10.
@@ -253,9 +252,7 @@ func TestBoundConsumerDeletedNotReady(t *testing.T) {
 		FetchWait: time.Second})
 	publishValues(t, js, name+".in", "a", 5)
 	testkit.Eventually(t, 30*time.Second, "the first 5", func() bool { return got.Load() == 5 })
-	if err := js.DeleteConsumer(ctx, name, "ext"); err != nil {
-		t.Fatal(err)
-	}
+	deleteConsumer(t, js, name, "ext")
 	testkit.Eventually(t, 30*time.Second, "not ready, saying create_consumer is off", func() bool {
 		err := s.Ready(ctx)
 		return err != nil && strings.Contains(err.Error(), "create_consumer is off")
@@ -282,4 +279,16 @@ func runCounting(t *testing.T, cfg pnats.Config) (s *pnats.Source, got *atomic.I
 	got = new(atomic.Int64)
 	sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error { got.Add(1); return m.Acker.Ack(ctx) })
 	return s, got, logs
+}
+
+// deleteConsumer deletes a consumer as an operator would, trying again
+// while the server answers with an error of its own (nats-server can fail
+// a delete with "unlinkat ... directory not empty" while the consumer's
+// store is being written; the consumer is then still there).
+func deleteConsumer(t *testing.T, js jetstream.JetStream, stream, name string) {
+	t.Helper()
+	testkit.Eventually(t, 30*time.Second, "the consumer deleted", func() bool {
+		err := js.DeleteConsumer(context.Background(), stream, name)
+		return err == nil || errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
 }

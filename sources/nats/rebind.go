@@ -120,14 +120,15 @@ func (s *Source) checkConsumer(ctx context.Context, b *binding, cons jetstream.C
 }
 
 // setProblem records why the path of consumer name cannot pull, for Ready,
-// and logs it at ERROR level when it is new.
+// and logs it at ERROR level when it is new (the cause as "err", which the
+// worker's /status shows among its last errors).
 func (s *Source) setProblem(name, cause string) {
 	s.probMu.Lock()
 	old, had := s.problems[name]
 	s.problems[name] = cause
 	s.probMu.Unlock()
 	if !had || old != cause {
-		s.cfg.Logger.Error("nats: not consuming", "stream", s.cfg.Stream, "consumer", name, "cause", cause)
+		s.cfg.Logger.Error("nats: not consuming", "stream", s.cfg.Stream, "consumer", name, "err", cause)
 	}
 }
 

@@ -295,6 +295,7 @@ func msgBytes(msg jetstream.Msg) int64 {
 // consumer (recoverConsumer).
 func (s *Source) pull(ctx context.Context, b *binding, cons jetstream.Consumer, h *handover) {
 	one := false // the next pull asks for one message of any size
+	backoff := 50 * time.Millisecond
 	for {
 		for h.unhanded.Load() > int64(s.cfg.Batch/2) || h.bytes.Load() > int64(s.cfg.FetchBytes/2) {
 			select {
@@ -344,7 +345,19 @@ func (s *Source) pull(ctx context.Context, b *binding, cons jetstream.Consumer, 
 			if cons = s.recoverConsumer(ctx, b, cons, err); cons == nil {
 				return
 			}
+			// The consumer is there (or back): a failure that repeats
+			// anyway is not retried in a tight loop.
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
 		}
+		backoff = 50 * time.Millisecond
 	}
 }
 
