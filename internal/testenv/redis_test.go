@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -76,4 +78,38 @@ func TestTCPProxyDelay(t *testing.T) {
 		t.Fatalf("PING through a 300ms delay answered within 50ms")
 	}
 	p.SetDelay(0)
+}
+
+// A blackholed proxy keeps the connection open and forwards nothing (no
+// answer, no reset); switched off, a new connection works again.
+func TestTCPProxyBlackhole(t *testing.T) {
+	s := Redis(t)
+	p := NewTCPProxy(t, s.Client(t).Options().Addr)
+	opt, err := goredis.ParseURL(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Addr, opt.MaxRetries, opt.ContextTimeoutEnabled, opt.PoolSize = p.Addr(), -1, true, 1
+	c := goredis.NewClient(opt)
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); !errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
+		t.Fatalf("PING through a blackhole = %v, want a timeout (no answer, no reset)", err)
+	}
+	p.Blackhole(false)
+	c2 := goredis.NewClient(opt)
+	defer c2.Close()
+	if err := c2.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("PING after the blackhole: %v", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
