@@ -40,7 +40,9 @@ type Worker struct {
 	errors  *ErrorRecorder
 	red     *redact.Redactor // masks secrets in /status and /readyz (nil: URLs only)
 	reloads int
-	started time.Time
+	// reloadMetrics are pacer_config_last_reload_*.
+	reloadMetrics *reloadMetrics
+	started       time.Time
 	// backlog measures what waits in the broker (nil for sources that
 	// cannot tell); run by Run.
 	backlog *backlogWatch
@@ -63,6 +65,10 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 		}
 	}()
 	now := time.Now()
+	var err error
+	if w.reloadMetrics, err = newReloadMetrics(w.reg, now); err != nil {
+		return nil, err
+	}
 	ec, err := EngineConfig(cfg, now)
 	if err != nil {
 		return nil, err
@@ -205,6 +211,8 @@ func (w *Worker) Close() {
 // else that changed needs a restart, and is logged as such.
 func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	log := w.log
+	applied := false
+	defer func() { w.reloadMetrics.record(applied, time.Now()) }()
 	// SIGHUP also lifts a pause the downstream imposed and closes an open
 	// systemic-failure breaker, whatever the file says (an operator's way
 	// out of a hostile Retry-After, or back in after fixing the pipeline).
@@ -261,6 +269,7 @@ func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	}
 	w.shaping = sh
 	w.reloads++
+	applied = true
 	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
