@@ -205,6 +205,9 @@ func buildSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Sourc
 		if cfg.DeadLetter.Type == "topic" {
 			d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: kafkaClient(k), Topic: cfg.DeadLetter.Topic})
 			if err != nil {
+				if unreachable(err) {
+					return nil, nil, connectErr("dead_letter", "source.kafka.brokers", kafkaAddr(k), err)
+				}
 				return nil, nil, fmt.Errorf("dead_letter: %w", err)
 			}
 			cl.add(d.Close)
@@ -238,6 +241,9 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := sqlsink.CreateExampleSchema(ctx, s.DB(), s.Dialect(), q.Table); err != nil {
+				if unreachable(err) {
+					return nil, connectErr("sink", "sink.sql.dsn", q.DSN.Reveal(), redactErr(err, q.DSN))
+				}
 				return nil, fmt.Errorf("sink.sql.create_table: %w", redactErr(err, q.DSN))
 			}
 		}

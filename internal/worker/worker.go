@@ -100,7 +100,7 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	}
 	src, dl, err := buildSource(cfg, log, &w.closers)
 	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
+		return nil, inPart("source", err)
 	}
 	if err := withOverflow(cfg, &ec, &w.closers); err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	warnInsecure(cfg, log)
 	sink, err := buildSink(cfg, stdoutW, &w.closers)
 	if err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
+		return nil, inPart("sink", err)
 	}
 	w.red = NewRedactor(cfg)
 	if dl != nil {
@@ -483,7 +483,7 @@ func (w *Worker) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", err
+		return nil, "", adminListenErr(err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
