@@ -159,7 +159,7 @@ func (w *Worker) watchBacklog(cfg *config.Config) error {
 		return fmt.Errorf("source: backlog: %w", err)
 	}
 	w.closers.add(r.Close)
-	w.backlog = &backlogWatch{reader: r, interval: w.cfg.Source.BacklogInterval.D(), rate: func() float64 { return w.engine.Status().Rate }}
+	w.backlog = newBacklogWatch(cfg, r, func() pacer.Status { return w.engine.Status() })
 	return w.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return w.backlog.snapshot(time.Now()) }))
 }
 
@@ -412,7 +412,7 @@ func (w *Worker) status() any {
 	}
 	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
 	if w.backlog != nil {
-		v.Backlog = newBacklogView(w.backlog.snapshot(time.Now()), w.backlog.lastError())
+		v.Backlog = w.backlog.view(time.Now())
 	}
 	if w.global != nil {
 		v.UsefulWorkers = usefulWorkers(s.Global.Rate.PerSecond(), s.Rate.PerSecond())
