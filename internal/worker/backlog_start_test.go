@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
@@ -26,21 +23,8 @@ import (
 // which comes within a few seconds, not after backlog_interval (15 s).
 func TestBacklogAfterStart(t *testing.T) {
 	url := testenv.NATS(t)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := testenv.UniqueName(t, "BL")
+	js, stream := natsStream(t, url, "BL")
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{stream + ".>"}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), stream) })
 	const n = 300
 	for i := range n {
 		if _, err := js.Publish(ctx, stream+".in", fmt.Appendf(nil, `{"i":%d}`, i)); err != nil {

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
@@ -26,20 +23,8 @@ import (
 // request to an API that refuses connections.
 func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	srv := testenv.StartNATSInProcess(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := testenv.UniqueName(t, "RZ")
+	js, stream := natsStream(t, srv.URL(), "RZ")
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{stream + ".>"}}); err != nil {
-		t.Fatal(err)
-	}
 	deadAPI := freeAddr(t) // nothing listens there
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	text := fmt.Sprintf("source:\n  type: nats\n  nats:\n    url: %s\n    stream: %s\nshaping:\n  rate: 100/s\nsink:\n  type: http\n  http:\n    url: http://%s/in\n    timeout: 1s\nretry:\n  max_attempts: 1\ndead_letter:\n  type: none\nadmin:\n  listen: \"\"\n",

@@ -2,42 +2,19 @@ package worker
 
 import (
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/pacer-dev/pacer/internal/config"
 )
 
 // TestReloadMetrics: pacer_config_last_reload_successful is 1 from the
 // start, 0 after a SIGHUP with a bad file (the timestamp stays at the
 // config in force), and 1 again after a good one, with a newer timestamp.
 func TestReloadMetrics(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	write := func(rate string) {
-		t.Helper()
-		text := strings.NewReplacer("RATE", rate, "HOURLY", "100/h").Replace(reloadBase)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("10/s")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
 	before := time.Now()
-	w, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, path, write := reloadWorker(t, "10/s", io.Discard)
 	gauges := func() (ok, at float64) {
 		t.Helper()
 		mfs, err := w.reg.Gather()
