@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -8,8 +9,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/pacer"
 )
 
 // newFrom parses text and builds a worker from it.
@@ -84,5 +87,26 @@ func TestAdminPortClash(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// TestBacklogConnectError: a backlog measurement that cannot reach the
+// broker names the source's address and field in /status's last_error.
+func TestBacklogConnectError(t *testing.T) {
+	dead := freeAddr(t)
+	cfg, err := config.Parse(fmt.Appendf(nil, "source:\n  type: nats\n  nats:\n    url: nats://pacer:s3cretpw@%s\n    stream: S\nshaping:\n  rate: 10/s\nsink:\n  type: stdout\ndead_letter:\n  type: none\nadmin:\n  listen: \"\"\n", dead), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newBacklogReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := newBacklogWatch(cfg, r, func() pacer.Status { return pacer.Status{} })
+	b.measure(context.Background())
+	want := fmt.Sprintf("source.backlog: connect nats://***@%s (source.nats.url): ", dead)
+	if got := b.view(time.Now()).LastError; !strings.Contains(got, want) || strings.Contains(got, "s3cretpw") {
+		t.Errorf("last_error %q, want it to contain %q (and no password)", got, want)
 	}
 }
