@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,5 +110,19 @@ func TestBacklogConnectError(t *testing.T) {
 	want := fmt.Sprintf("source.backlog: connect nats://***@%s (source.nats.url): ", dead)
 	if got := b.view(time.Now()).LastError; !strings.Contains(got, want) || strings.Contains(got, "s3cretpw") {
 		t.Errorf("last_error %q, want it to contain %q (and no password)", got, want)
+	}
+}
+
+// TestRedactErrKeepsTheCause: a library error that echoes a secret (a DSN)
+// loses the secret but not its cause, so a refused connection is still
+// seen as unreachable and retried.
+func TestRedactErrKeepsTheCause(t *testing.T) {
+	dsn := config.NewSecret("postgres://app:s3cretpw@db:5432/app")
+	err := redactErr(fmt.Errorf("connect %s: %w", dsn.Reveal(), &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), dsn)
+	if strings.Contains(err.Error(), "s3cretpw") || strings.Contains(err.Error(), dsn.Reveal()) {
+		t.Errorf("redactErr = %q, shows the secret", err)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) || !unreachable(err) {
+		t.Errorf("redactErr(%q) lost its cause: errors.Is ECONNREFUSED %v, unreachable %v", err, errors.Is(err, syscall.ECONNREFUSED), unreachable(err))
 	}
 }
