@@ -39,8 +39,11 @@ func newReloadMetrics(reg prometheus.Registerer, now time.Time) (*reloadMetrics,
 	return m, nil
 }
 
-// record sets the gauges after a load at now.
+// record sets the gauges after a load at now (nil: nothing to set).
 func (m *reloadMetrics) record(ok bool, now time.Time) {
+	if m == nil {
+		return
+	}
 	if !ok {
 		m.ok.Set(0)
 		return
