@@ -80,3 +80,57 @@ func adminListenErr(err error) error {
 	}
 	return fmt.Errorf("admin.listen: %w", err)
 }
+
+// partAddrs maps the parts the engine's readiness names ("source: ...",
+// "sink: ...", "dead letter: ...") to the config field and address each
+// one connects to ("" when it connects to nothing: stdout, a file).
+func partAddrs(cfg *config.Config) map[string][2]string {
+	m := map[string][2]string{}
+	var src [2]string
+	switch cfg.Source.Type {
+	case "kafka":
+		src = [2]string{"source.kafka.brokers", kafkaAddr(cfg.Source.Kafka)}
+	case "nats":
+		src = [2]string{"source.nats.url", cfg.Source.NATS.URL}
+	}
+	m["source"] = src
+	switch cfg.Sink.Type {
+	case "http":
+		m["sink"] = [2]string{"sink.http.url", cfg.Sink.HTTP.URL}
+	case "sql":
+		if cfg.Sink.SQL.Driver != "sqlite" { // a file, not a server
+			m["sink"] = [2]string{"sink.sql.dsn", cfg.Sink.SQL.DSN.Reveal()}
+		}
+	}
+	switch cfg.DeadLetter.Type {
+	case "subject", "topic":
+		m["dead letter"] = src
+	}
+	return m
+}
+
+// withAddresses adds to each part the engine's readiness error names the
+// config field and the redacted address it connects to:
+//
+//	source: nats: connection RECONNECTING (source.nats.url nats://***@10.0.0.5:4222)
+//
+// Parts that connect to nothing, and other errors, are left as they are.
+func withAddresses(cfg *config.Config, err error) error {
+	if err == nil || cfg == nil {
+		return err
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	addrs := partAddrs(cfg)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+		part, _, ok := strings.Cut(e.Error(), ": ")
+		if fa, known := addrs[part]; ok && known && fa[1] != "" {
+			out[i] = fmt.Errorf("%w (%s %s)", e, fa[0], redact.Text(fa[1]))
+		}
+	}
+	return errors.Join(out...)
+}

@@ -20,7 +20,8 @@ import (
 // TestReadyzFollowsSourceAndSink: /readyz of a NATS -> HTTP worker is 503
 // before the engine runs, 200 once the source is connected, 503 naming the
 // source while the NATS server is down, and 503 naming the sink after a
-// request to an API that refuses connections.
+// request to an API that refuses connections; each with the config field
+// and the address it connects to.
 func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	srv := testenv.StartNATSInProcess(t)
 	js, stream := natsStream(t, srv.URL(), "RZ")
@@ -69,11 +70,13 @@ func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	}
 	testkit.Eventually(t, 20*time.Second, "/readyz names the unreachable sink", func() bool {
 		code, body := readyz()
-		return code == 503 && strings.Contains(body, "sink: latest request got no answer")
+		return code == 503 && strings.Contains(body, "sink: latest request got no answer") &&
+			strings.Contains(body, fmt.Sprintf("(sink.http.url http://%s/in)", deadAPI))
 	})
 	srv.Shutdown()
 	testkit.Eventually(t, 20*time.Second, "/readyz names the source while NATS is down", func() bool {
 		code, body := readyz()
-		return code == 503 && strings.Contains(body, "source: nats: connection")
+		return code == 503 && strings.Contains(body, "source: nats: connection") &&
+			strings.Contains(body, "(source.nats.url "+srv.URL()+")")
 	})
 }

@@ -432,7 +432,7 @@ func (w *Worker) status() any {
 // (pacer.ReadyChecker), and no Redis limit failing closed (the worker then
 // admits nothing until Redis answers).
 func (w *Worker) ready(ctx context.Context) error {
-	err := w.engine.Ready(ctx)
+	err := withAddresses(w.cfg, w.engine.Ready(ctx))
 	for what, l := range map[string]*redis.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
 		if l != nil && l.Mode() == redis.ModeFailClosed {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
