@@ -23,7 +23,7 @@ func TestDockerfileRunsInContainers(t *testing.T) {
 	}
 	s := string(data)
 	final := s[strings.LastIndex(s, "\nFROM "):]
-	for _, want := range []string{"PACER_ADMIN_LISTEN=0.0.0.0:9090", "PACER_ADMIN_ALLOW_REMOTE=true", "KAFKA_BROKERS=kafka:9092", "EXPOSE 9090",
+	for _, want := range []string{"PACER_ADMIN_LISTEN=0.0.0.0:8484", "PACER_ADMIN_ALLOW_REMOTE=true", "KAFKA_BROKERS=kafka:9092", "EXPOSE 8484",
 		`HEALTHCHECK`, `"/usr/local/bin/pacer", "healthcheck"`} {
 		if !strings.Contains(final, want) {
 			t.Errorf("the Dockerfile's final stage lacks %q", want)

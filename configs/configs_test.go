@@ -175,8 +175,8 @@ func TestComposeWiring(t *testing.T) {
 		for _, st := range sc.StaticConfigs {
 			for _, target := range st.Targets {
 				host, port, _ := strings.Cut(target, ":")
-				if _, ok := services[host]; !ok || port != "9090" {
-					t.Errorf("prometheus target %s: no such service or not the admin port 9090", target)
+				if _, ok := services[host]; !ok || port != "8484" {
+					t.Errorf("prometheus target %s: no such service or not the admin port 8484", target)
 				}
 				n++
 			}

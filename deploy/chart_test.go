@@ -103,7 +103,7 @@ var chartCases = []chartCase{
 				t.Errorf("memory limit = %s", got)
 			}
 			cfg := o.configMaps[0].Data["pacer.yaml"]
-			for _, want := range []string{"listen: 0.0.0.0:9090", "allow_remote: true", "drain_timeout: 30s"} {
+			for _, want := range []string{"listen: 0.0.0.0:8484", "allow_remote: true", "drain_timeout: 30s"} {
 				if !strings.Contains(cfg, want) {
 					t.Errorf("config lacks %q:\n%s", want, cfg)
 				}
@@ -521,7 +521,7 @@ redis: {urlSecret: {name: r}}`,
 config: {drain_timeout: 10s}`,
 			"set drainTimeoutSeconds instead"},
 		{"admin listener in the config", `
-config: {admin: {listen: "127.0.0.1:9090"}}`,
+config: {admin: {listen: "127.0.0.1:8484"}}`,
 			"set admin.port instead"},
 		{"KEDA without triggers", minimalConfig + `
 autoscaling: {enabled: true, kind: keda}`,
@@ -556,8 +556,8 @@ func TestNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"kubectl -n jobs port-forward deploy/orders-pacer 9090:9090",
-		"curl -s http://127.0.0.1:9090/status",
+		"kubectl -n jobs port-forward deploy/orders-pacer 8484:8484",
+		"curl -s http://127.0.0.1:8484/status",
 		"WARNING: dead letters go to a file on an emptyDir",
 	} {
 		if !strings.Contains(notes, want) {

@@ -247,7 +247,7 @@ func checkWorker(t *testing.T, p *types.Project, svc types.ServiceConfig, test [
 		t.Errorf("service %s: health check %q, want pacer healthcheck", svc.Name, test)
 		return
 	}
-	hcAddr := "127.0.0.1:9090"
+	hcAddr := "127.0.0.1:8484"
 	if i := slices.Index(test, "--addr"); i > 0 && i+1 < len(test) {
 		hcAddr = test[i+1]
 	}

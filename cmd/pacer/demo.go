@@ -19,7 +19,7 @@ type demoCmd struct {
 	Messages int           `default:"0" help:"Messages to publish in all (0: 70% of what the rate can deliver in --duration)."`
 	Duration time.Duration `default:"30s" help:"About how long the demo runs."`
 	Chart    string        `default:"pacer-demo.png" help:"Chart file to write (.png or .svg)."`
-	Admin    string        `default:"127.0.0.1:9090" help:"Admin listener with the live status page (a free port if taken; \"\" for none)."`
+	Admin    string        `default:"127.0.0.1:8484" help:"Admin listener with the live status page (a free port if taken; \"\" for none)."`
 	Plain    bool          `help:"Plain progress lines even on a terminal."`
 	Converge bool          `help:"The mock API allows only half the rate (or --api-rate) and answers 429 with Retry-After alone, no rate-limit headers; the backlog is there from the start. The chart shows the auto controller finding the API's limit."`
 }

@@ -12,7 +12,7 @@ import (
 // healthcheckCmd probes a worker's admin listener, for container health
 // checks in images without a shell or curl (distroless).
 type healthcheckCmd struct {
-	Addr    string        `default:"127.0.0.1:9090" placeholder:"HOST:PORT" help:"Admin listener to probe (host:port or a URL)."`
+	Addr    string        `default:"127.0.0.1:8484" placeholder:"HOST:PORT" help:"Admin listener to probe (host:port or a URL)."`
 	Path    string        `default:"/readyz" help:"Endpoint: /readyz (ready to work) or /healthz (alive)."`
 	Timeout time.Duration `default:"3s" help:"Give up after this long."`
 }

@@ -111,7 +111,11 @@ func printStatus(out io.Writer, v worker.StatusView, live bool) {
 			if !live {
 				how = "at the configured rate, if nothing more arrives"
 			}
-			row("drains in", "%s (%s)", b.Drain, how)
+			if b.Stale {
+				row("drains in", "%s (the worker has settled what this measurement counted)", b.Drain)
+			} else {
+				row("drains in", "%s (%s)", b.Drain, how)
+			}
 			for _, p := range b.Partitions {
 				committed := fmt.Sprint(p.Committed)
 				if p.Committed < 0 {

@@ -34,7 +34,9 @@ type Panel struct {
 	HLines []HLine
 	// LogY draws the y axis on a log scale, so a spike of thousands and a
 	// paced line of tens both stay readable. Values below 1 (no traffic)
-	// cannot be drawn there: the line has a gap, never a fake 1/s.
+	// cannot be drawn there: the line has a gap, never a fake 1/s. A lone
+	// bin between gaps is drawn as a stem from the axis's bottom to its
+	// value, with a dot on top.
 	LogY bool
 }
 
@@ -77,6 +79,35 @@ func segments(x, y []float64, logY bool) []plotter.XYs {
 		out = append(out, cur)
 	}
 	return out
+}
+
+// segmentPlotters draws one segment of a line. A lone point (one bin with
+// traffic between bins without, or a one-sample series) would be a line of
+// one point, which draws nothing: it is drawn as a stem from the axis's
+// bottom (floor) up to its value, capped with a dot, so a spike that fills
+// a single bin is seen at its height. The returned line carries the style
+// for the legend.
+func segmentPlotters(seg plotter.XYs, floor float64, c color.RGBA, style func(*plotter.Line)) ([]plot.Plotter, *plotter.Line, error) {
+	if len(seg) != 1 {
+		l, err := plotter.NewLine(seg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("chart: %w", err)
+		}
+		style(l)
+		return []plot.Plotter{l}, l, nil
+	}
+	pt := seg[0]
+	stem, err := plotter.NewLine(plotter.XYs{{X: pt.X, Y: min(floor, pt.Y)}, pt})
+	if err != nil {
+		return nil, nil, fmt.Errorf("chart: %w", err)
+	}
+	style(stem)
+	dot, err := plotter.NewScatter(seg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chart: %w", err)
+	}
+	dot.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	return []plot.Plotter{stem, dot}, stem, nil
 }
 
 // niceTicks marks a linear axis at 1, 2 or 5 times a power of ten, about
@@ -217,6 +248,10 @@ func drawPanel(pn Panel, xmin, xmax float64) (*plot.Plot, error) {
 	for _, h := range pn.HLines {
 		ymax = max(ymax, h.Y)
 	}
+	floor := 0.0 // the y axis's bottom
+	if pn.LogY {
+		floor = 1
+	}
 	entries := 0
 	for _, s := range pn.Lines {
 		if len(s.X) == 0 {
@@ -231,12 +266,11 @@ func drawPanel(pn Panel, xmin, xmax float64) (*plot.Plot, error) {
 		}
 		var first *plotter.Line
 		for _, seg := range segments(s.X, s.Y, pn.LogY) {
-			l, err := plotter.NewLine(seg)
+			ps, l, err := segmentPlotters(seg, floor, s.Color, style)
 			if err != nil {
-				return nil, fmt.Errorf("chart: %w", err)
+				return nil, err
 			}
-			style(l)
-			p.Add(l)
+			p.Add(ps...)
 			if first == nil {
 				first = l
 			}

@@ -1,6 +1,10 @@
 package chart
 
 import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,5 +55,53 @@ func TestTicks(t *testing.T) {
 	}
 	if got := strings.Join(labels, " "); got != "1 2 5 10 20 50 100 200 500 1000 2000 5000 10000" {
 		t.Errorf("log ticks %q", got)
+	}
+}
+
+// TestLoneBinDrawn: a spike that fills one bin between bins without
+// traffic (the demo's second spike, 630 messages at 14 s) is drawn on the
+// log axis, where a one-point line would draw nothing: the rendered PNG has
+// the series' colour right of the legend, in the spike's column and up to
+// its height, and nowhere else there.
+func TestLoneBinDrawn(t *testing.T) {
+	x, y := make([]float64, 21), make([]float64, 21)
+	for i := range x {
+		x[i] = float64(i)
+	}
+	y[16] = 630
+	path := filepath.Join(t.TempDir(), "lone.png")
+	if err := Write(path, []Panel{{Title: "lone", LogY: true, Lines: []Series{{Name: "incoming", Color: ColIncoming, X: x, Y: y}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	var xs, ys []int
+	for py := b.Min.Y; py < b.Max.Y; py++ {
+		for px := b.Min.X + b.Dx()/2; px < b.Max.X; px++ { // the legend is top left
+			if r, g, bl, _ := img.At(px, py).RGBA(); uint8(r>>8) == ColIncoming.R && uint8(g>>8) == ColIncoming.G && uint8(bl>>8) == ColIncoming.B {
+				xs, ys = append(xs, px), append(ys, py)
+			}
+		}
+	}
+	if len(xs) == 0 {
+		t.Fatalf("the lone bin at x=16 (630/s) is not drawn: no pixel of its colour right of the legend")
+	}
+	// x=16 of 0..20 is at 80% of the data area, which starts after the y
+	// axis (under 10% of the width) and ends at the image's right edge.
+	lo, hi := b.Min.X+b.Dx()*70/100, b.Min.X+b.Dx()*85/100
+	top, bottom := slices.Min(ys), slices.Max(ys)
+	if minX, maxX := slices.Min(xs), slices.Max(xs); minX < lo || maxX > hi {
+		t.Errorf("the spike's pixels span x %d..%d, want inside %d..%d (bin 16 of 0..20)", minX, maxX, lo, hi)
+	}
+	if bottom-top < b.Dy()/3 {
+		t.Errorf("the spike is drawn %d px tall of %d: want a stem from the axis's bottom to 630 on the log axis", bottom-top, b.Dy())
 	}
 }

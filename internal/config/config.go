@@ -497,7 +497,7 @@ func Default() Config {
 		},
 		Ordering:     "none",
 		Batching:     Batching{Size: 1},
-		Admin:        Admin{Listen: "127.0.0.1:9090", TokenEnv: "PACER_ADMIN_TOKEN"},
+		Admin:        Admin{Listen: "127.0.0.1:8484", TokenEnv: "PACER_ADMIN_TOKEN"},
 		Log:          Log{Level: "info", Format: "text"},
 		Telemetry:    DefaultTelemetry(),
 		DrainTimeout: Duration(pacer.DefaultDrainTimeout),

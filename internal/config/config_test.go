@@ -62,7 +62,7 @@ func TestDefaultsFillTheRest(t *testing.T) {
 	if got, want := c.Shaping.EffectiveBurst(), 100; got != want {
 		t.Errorf("EffectiveBurst() = %d want %d", got, want)
 	}
-	if c.Admin.Listen != "127.0.0.1:9090" {
+	if c.Admin.Listen != "127.0.0.1:8484" {
 		t.Errorf("admin.listen = %q want loopback default", c.Admin.Listen)
 	}
 	if c.DrainTimeout.D() != 30*time.Second {

@@ -65,6 +65,9 @@ func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.S
 	if cfg.DeadLetter.Type == "subject" {
 		d, err := natssrc.NewDeadLetter(natssrc.DeadLetterConfig{Conn: natsConn(n), Subject: cfg.DeadLetter.Subject, Logger: log})
 		if err != nil {
+			if unreachable(err) {
+				return nil, nil, connectErr("dead_letter", "source.nats.url", n.URL, err)
+			}
 			return nil, nil, fmt.Errorf("dead_letter: %w", err)
 		}
 		cl.add(d.Close)

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
@@ -23,23 +20,12 @@ import (
 // TestReadyzFollowsSourceAndSink: /readyz of a NATS -> HTTP worker is 503
 // before the engine runs, 200 once the source is connected, 503 naming the
 // source while the NATS server is down, and 503 naming the sink after a
-// request to an API that refuses connections.
+// request to an API that refuses connections; each with the config field
+// and the address it connects to.
 func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	srv := testenv.StartNATSInProcess(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := testenv.UniqueName(t, "RZ")
+	js, stream := natsStream(t, srv.URL(), "RZ")
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{stream + ".>"}}); err != nil {
-		t.Fatal(err)
-	}
 	deadAPI := freeAddr(t) // nothing listens there
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	text := fmt.Sprintf("source:\n  type: nats\n  nats:\n    url: %s\n    stream: %s\nshaping:\n  rate: 100/s\nsink:\n  type: http\n  http:\n    url: http://%s/in\n    timeout: 1s\nretry:\n  max_attempts: 1\ndead_letter:\n  type: none\nadmin:\n  listen: \"\"\n",
@@ -84,11 +70,13 @@ func TestReadyzFollowsSourceAndSink(t *testing.T) {
 	}
 	testkit.Eventually(t, 20*time.Second, "/readyz names the unreachable sink", func() bool {
 		code, body := readyz()
-		return code == 503 && strings.Contains(body, "sink: latest request got no answer")
+		return code == 503 && strings.Contains(body, "sink: latest request got no answer") &&
+			strings.Contains(body, fmt.Sprintf("(sink.http.url http://%s/in)", deadAPI))
 	})
 	srv.Shutdown()
 	testkit.Eventually(t, 20*time.Second, "/readyz names the source while NATS is down", func() bool {
 		code, body := readyz()
-		return code == 503 && strings.Contains(body, "source: nats: connection")
+		return code == 503 && strings.Contains(body, "source: nats: connection") &&
+			strings.Contains(body, "(source.nats.url "+srv.URL()+")")
 	})
 }

@@ -89,26 +89,8 @@ func TestReloadKeepsQuotaState(t *testing.T) {
 // TestReloadLogsOnce: a reload logs one line, and a rate change only when
 // the rate changed (not "rate changed from 10 to 10").
 func TestReloadLogsOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	write := func(rate string) {
-		t.Helper()
-		text := strings.NewReplacer("RATE", rate, "HOURLY", "100/h").Replace(reloadBase)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("10/s")
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
 	var logs strings.Builder
-	w, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard, os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, path, write := reloadWorker(t, "10/s", &logs)
 	count := func(s string) int { return strings.Count(logs.String(), s) }
 
 	w.Reload(path, os.LookupEnv) // unchanged
@@ -120,4 +102,31 @@ func TestReloadLogsOnce(t *testing.T) {
 	if n := count("reloaded"); n != 2 || !strings.Contains(logs.String(), "reloaded\" rate=20/s") || count("from=20 to=20")+count("from=10 to=10") != 0 {
 		t.Errorf("new rate: %d reload lines, want 2, the second at 20/s, and no change from a rate to itself:\n%s", n, logs.String())
 	}
+}
+
+// reloadWorker writes reloadBase at rate to a file (write rewrites it with
+// another rate, "nonsense" for a bad file) and builds a worker from it that
+// logs to log; the worker is closed when the test ends.
+func reloadWorker(t *testing.T, rate string, log io.Writer) (w *Worker, path string, write func(rate string)) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "c.yaml")
+	write = func(rate string) {
+		t.Helper()
+		text := strings.NewReplacer("RATE", rate, "HOURLY", "100/h").Replace(reloadBase)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(rate)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DeadLetter.Path = filepath.Join(t.TempDir(), "dead-letters.jsonl")
+	w, err = New(cfg, slog.New(slog.NewTextHandler(log, nil)), io.Discard, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w, path, write
 }

@@ -86,7 +86,7 @@ func serveStarting(addr string, log *slog.Logger, why func() string) func() {
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		log.Warn("pacer: admin listener while starting", "err", err)
+		log.Warn("pacer: admin listener while starting", "err", adminListenErr(err))
 		return func() {}
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}

@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 	httpsink "github.com/pacer-dev/pacer/sinks/http"
 	"github.com/pacer-dev/pacer/sinks/jsonl"
@@ -205,6 +206,9 @@ func buildSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Sourc
 		if cfg.DeadLetter.Type == "topic" {
 			d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: kafkaClient(k), Topic: cfg.DeadLetter.Topic})
 			if err != nil {
+				if unreachable(err) {
+					return nil, nil, connectErr("dead_letter", "source.kafka.brokers", kafkaAddr(k), err)
+				}
 				return nil, nil, fmt.Errorf("dead_letter: %w", err)
 			}
 			cl.add(d.Close)
@@ -238,6 +242,9 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := sqlsink.CreateExampleSchema(ctx, s.DB(), s.Dialect(), q.Table); err != nil {
+				if unreachable(err) {
+					return nil, connectErr("sink", "sink.sql.dsn", q.DSN.Reveal(), redactErr(err, q.DSN))
+				}
 				return nil, fmt.Errorf("sink.sql.create_table: %w", redactErr(err, q.DSN))
 			}
 		}
@@ -296,12 +303,19 @@ func sqlSinkConfig(cfg *config.Config) sqlsink.Config {
 	}
 }
 
-// redactErr hides a secret that a library may have echoed in an error.
+// redactErr hides a secret that a library may have echoed in an error
+// (through internal/redact: the literal value, and URL credentials). The
+// result still unwraps to err, so errors.Is/As (and unreachable, which
+// decides whether start-up retries) see the cause.
 func redactErr(err error, s config.Secret) error {
-	if err == nil || s.IsZero() || !strings.Contains(err.Error(), s.Reveal()) {
+	if err == nil || s.IsZero() {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), s.Reveal(), s.String()))
+	msg := redact.New(s.Reveal()).Error(err)
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedReason{msg: msg, err: err}
 }
 
 // buildDeadLetter returns the file dead-letter writer, if configured.

@@ -40,7 +40,9 @@ type Worker struct {
 	errors  *ErrorRecorder
 	red     *redact.Redactor // masks secrets in /status and /readyz (nil: URLs only)
 	reloads int
-	started time.Time
+	// reloadMetrics are pacer_config_last_reload_*.
+	reloadMetrics *reloadMetrics
+	started       time.Time
 	// backlog measures what waits in the broker (nil for sources that
 	// cannot tell); run by Run.
 	backlog *backlogWatch
@@ -63,6 +65,10 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 		}
 	}()
 	now := time.Now()
+	var err error
+	if w.reloadMetrics, err = newReloadMetrics(w.reg, now); err != nil {
+		return nil, err
+	}
 	ec, err := EngineConfig(cfg, now)
 	if err != nil {
 		return nil, err
@@ -94,7 +100,7 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	}
 	src, dl, err := buildSource(cfg, log, &w.closers)
 	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
+		return nil, inPart("source", err)
 	}
 	if err := withOverflow(cfg, &ec, &w.closers); err != nil {
 		return nil, err
@@ -110,7 +116,7 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	warnInsecure(cfg, log)
 	sink, err := buildSink(cfg, stdoutW, &w.closers)
 	if err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
+		return nil, inPart("sink", err)
 	}
 	w.red = NewRedactor(cfg)
 	if dl != nil {
@@ -153,7 +159,7 @@ func (w *Worker) watchBacklog(cfg *config.Config) error {
 		return fmt.Errorf("source: backlog: %w", err)
 	}
 	w.closers.add(r.Close)
-	w.backlog = &backlogWatch{reader: r, interval: w.cfg.Source.BacklogInterval.D(), rate: func() float64 { return w.engine.Status().Rate }}
+	w.backlog = newBacklogWatch(cfg, r, func() pacer.Status { return w.engine.Status() })
 	return w.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return w.backlog.snapshot(time.Now()) }))
 }
 
@@ -205,6 +211,8 @@ func (w *Worker) Close() {
 // else that changed needs a restart, and is logged as such.
 func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	log := w.log
+	applied := false
+	defer func() { w.reloadMetrics.record(applied, time.Now()) }()
 	// SIGHUP also lifts a pause the downstream imposed and closes an open
 	// systemic-failure breaker, whatever the file says (an operator's way
 	// out of a hostile Retry-After, or back in after fixing the pipeline).
@@ -261,6 +269,7 @@ func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	}
 	w.shaping = sh
 	w.reloads++
+	applied = true
 	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
@@ -403,7 +412,7 @@ func (w *Worker) status() any {
 	}
 	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
 	if w.backlog != nil {
-		v.Backlog = newBacklogView(w.backlog.snapshot(time.Now()), w.backlog.lastError())
+		v.Backlog = w.backlog.view(time.Now())
 	}
 	if w.global != nil {
 		v.UsefulWorkers = usefulWorkers(s.Global.Rate.PerSecond(), s.Rate.PerSecond())
@@ -423,7 +432,7 @@ func (w *Worker) status() any {
 // (pacer.ReadyChecker), and no Redis limit failing closed (the worker then
 // admits nothing until Redis answers).
 func (w *Worker) ready(ctx context.Context) error {
-	err := w.engine.Ready(ctx)
+	err := withAddresses(w.cfg, w.engine.Ready(ctx))
 	for what, l := range map[string]*redis.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
 		if l != nil && l.Mode() == redis.ModeFailClosed {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
@@ -474,7 +483,7 @@ func (w *Worker) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", err
+		return nil, "", adminListenErr(err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -1,8 +1,6 @@
 package kafka
 
 import (
-	"crypto/sha256"
-	"crypto/sha512"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 
 	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
@@ -276,10 +275,10 @@ func (c *Client) sarama(sc *sarama.Config) error {
 			sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
 		case "SCRAM-SHA-256":
 			sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: sha256.New} }
+			sc.Net.SASL.SCRAMClientGeneratorFunc = newSCRAMClient(scram.SHA256)
 		case "SCRAM-SHA-512":
 			sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
-			sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: sha512.New} }
+			sc.Net.SASL.SCRAMClientGeneratorFunc = newSCRAMClient(scram.SHA512)
 		}
 	}
 	return nil

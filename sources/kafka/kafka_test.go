@@ -125,7 +125,7 @@ func TestDeadLetter(t *testing.T) {
 }
 
 // TestSASL: PLAIN and both SCRAM mechanisms against a kfake cluster with
-// SASL on (the SCRAM client is ours); a wrong password is refused.
+// SASL on (SCRAM through github.com/xdg-go/scram); a wrong password is refused.
 func TestSASL(t *testing.T) {
 	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
 		t.Run(mech, func(t *testing.T) {

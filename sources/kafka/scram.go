@@ -1,117 +1,53 @@
 package kafka
 
 import (
-	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/base64"
-	"errors"
 	"fmt"
-	"hash"
-	"strconv"
-	"strings"
+
+	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 )
 
-// scramClient is a SCRAM (RFC 5802/7677) client for sarama's
-// SCRAMClientGeneratorFunc, without channel binding.
+// scramClient adapts github.com/xdg-go/scram (the SCRAM client sarama's
+// documentation names) to sarama's SCRAMClient: RFC 5802/7677 with SASLprep
+// (RFC 4013) of the user name and password, so a non-ASCII password is
+// normalised the way the RFC requires before it is hashed. No channel
+// binding. One scramClient serves one authentication at a time (sarama
+// creates one per broker connection through SCRAMClientGeneratorFunc).
 type scramClient struct {
-	hash func() hash.Hash
-
-	user, pass  string
-	nonce       string
-	firstBare   string
-	serverSig   []byte
-	step        int
-	done        bool
-	randomBytes func([]byte) // tests pin the nonce
+	hash scram.HashGeneratorFcn
+	conv *scram.ClientConversation
 }
 
-var errSCRAM = errors.New("kafka: scram")
+var _ sarama.SCRAMClient = (*scramClient)(nil)
 
-func (c *scramClient) Begin(user, pass, _ string) error {
-	c.user, c.pass, c.step, c.done = user, pass, 0, false
-	b := make([]byte, 18)
-	if c.randomBytes != nil {
-		c.randomBytes(b)
-	} else if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("%w: nonce: %v", errSCRAM, err)
+// newSCRAMClient returns sarama's generator for hash (scram.SHA256 or
+// scram.SHA512).
+func newSCRAMClient(hash scram.HashGeneratorFcn) func() sarama.SCRAMClient {
+	return func() sarama.SCRAMClient { return &scramClient{hash: hash} }
+}
+
+// Begin starts a conversation; it fails when SASLprep refuses the user
+// name or password (a prohibited character such as a control code).
+func (c *scramClient) Begin(user, pass, authzID string) error {
+	cl, err := c.hash.NewClient(user, pass, authzID)
+	if err != nil {
+		return fmt.Errorf("kafka: scram: sasl.username or sasl.password: %w", err)
 	}
-	c.nonce = base64.RawStdEncoding.EncodeToString(b)
+	c.conv = cl.NewConversation()
 	return nil
 }
 
-func (c *scramClient) Done() bool { return c.done }
-
+// Step answers the server's challenge.
 func (c *scramClient) Step(challenge string) (string, error) {
-	c.step++
-	switch c.step {
-	case 1:
-		name := strings.NewReplacer("=", "=3D", ",", "=2C").Replace(c.user)
-		c.firstBare = "n=" + name + ",r=" + c.nonce
-		return "n,," + c.firstBare, nil
-	case 2:
-		return c.final(challenge)
-	case 3:
-		attrs := scramAttrs(challenge)
-		if e, ok := attrs["e"]; ok {
-			return "", fmt.Errorf("%w: server error %q", errSCRAM, e)
-		}
-		v, err := base64.StdEncoding.DecodeString(attrs["v"])
-		if err != nil || subtle.ConstantTimeCompare(v, c.serverSig) != 1 {
-			return "", fmt.Errorf("%w: server signature does not verify", errSCRAM)
-		}
-		c.done = true
-		return "", nil
+	if c.conv == nil {
+		return "", fmt.Errorf("kafka: scram: Step before Begin")
 	}
-	return "", fmt.Errorf("%w: unexpected step %d", errSCRAM, c.step)
-}
-
-func (c *scramClient) final(serverFirst string) (string, error) {
-	attrs := scramAttrs(serverFirst)
-	nonce := attrs["r"]
-	if !strings.HasPrefix(nonce, c.nonce) || len(nonce) == len(c.nonce) {
-		return "", fmt.Errorf("%w: server nonce does not extend ours", errSCRAM)
-	}
-	salt, err := base64.StdEncoding.DecodeString(attrs["s"])
+	resp, err := c.conv.Step(challenge)
 	if err != nil {
-		return "", fmt.Errorf("%w: salt: %v", errSCRAM, err)
+		return "", fmt.Errorf("kafka: scram: %w", err)
 	}
-	iter, err := strconv.Atoi(attrs["i"])
-	if err != nil || iter < 1 {
-		return "", fmt.Errorf("%w: iteration count %q", errSCRAM, attrs["i"])
-	}
-	salted, err := pbkdf2.Key(c.hash, c.pass, salt, iter, c.hash().Size())
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", errSCRAM, err)
-	}
-	withoutProof := "c=biws,r=" + nonce
-	authMsg := c.firstBare + "," + serverFirst + "," + withoutProof
-	clientKey := c.hmac(salted, "Client Key")
-	h := c.hash()
-	h.Write(clientKey)
-	storedKey := h.Sum(nil)
-	sig := c.hmac(storedKey, authMsg)
-	proof := make([]byte, len(clientKey))
-	for i := range proof {
-		proof[i] = clientKey[i] ^ sig[i]
-	}
-	c.serverSig = c.hmac(c.hmac(salted, "Server Key"), authMsg)
-	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof), nil
+	return resp, nil
 }
 
-func (c *scramClient) hmac(key []byte, msg string) []byte {
-	m := hmac.New(c.hash, key)
-	m.Write([]byte(msg))
-	return m.Sum(nil)
-}
-
-func scramAttrs(s string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			out[k] = v
-		}
-	}
-	return out
-}
+// Done reports whether the server's signature was verified.
+func (c *scramClient) Done() bool { return c.conv != nil && c.conv.Done() }
