@@ -110,7 +110,7 @@ type Sink struct {
 	args     []arg
 	maxBatch int
 	// multi is set when stmtText can take several rows (MySQL only).
-	multi   *multiRow
+	multi *multiRow
 }
 
 var _ pacer.Sink = (*Sink)(nil)
