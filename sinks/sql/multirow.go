@@ -128,7 +128,7 @@ func (m multiRow) statement(n int) string {
 func (s *Sink) multiRowTx(ctx context.Context, args [][]any, todo []int, results []pacer.Result) bool {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		markRetry(results, todo, err)
+		failAll(ctx, results, todo, err)
 		return true
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit

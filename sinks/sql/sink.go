@@ -250,7 +250,11 @@ func (s *Sink) Close() error {
 //     statement as one multi-row insert of the whole batch);
 //  2. if some statement failed for good, ROLLBACK and run the batch again
 //     with a SAVEPOINT around each statement: a failing one is rolled back
-//     to its savepoint and rejected, the others are committed.
+//     to its savepoint and rejected, the others are committed (MySQL rolls
+//     a failed statement back by itself: no savepoints there).
+//
+// A batch that cannot start (no connection, a denied login) is Retry, or
+// Reject when the database refused it for good.
 //
 // A retryable error (lost connection, serialization failure, deadlock,
 // SQLITE_BUSY) aborts the transaction: every message not rejected is Retry.
@@ -328,7 +332,7 @@ func (s *Sink) deliverChunk(ctx context.Context, msgs []*pacer.Message, results 
 func (s *Sink) pgPipeline(ctx context.Context, args [][]any, todo []int, results []pacer.Result) (done, ok bool) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		markRetry(results, todo, err)
+		failAll(ctx, results, todo, err)
 		return true, true
 	}
 	defer conn.Close()
@@ -380,6 +384,19 @@ func (s *Sink) pgPipeline(ctx context.Context, args [][]any, todo []int, results
 	return true, true
 }
 
+// failAll gives every message of todo the outcome of err, a failure to
+// start the batch (no connection, a refused login): Reject when it is one
+// (a denied access, which the breaker reads as systemic), else Retry.
+func failAll(ctx context.Context, results []pacer.Result, todo []int, err error) {
+	if Classify(err) != pacer.Reject || ctx.Err() != nil {
+		markRetry(results, todo, err)
+		return
+	}
+	for _, i := range todo {
+		results[i] = pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("sqlsink: batch of %d not started: %w", len(todo), err)}
+	}
+}
+
 func markRetry(results []pacer.Result, todo []int, err error) {
 	for _, i := range todo {
 		results[i] = pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("sqlsink: batch of %d not committed: %w", len(todo), err)}
@@ -403,7 +420,8 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return retryAll(err)
+		failAll(ctx, results, todo, err)
+		return true
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	exec := func(args []any) error {
@@ -431,15 +449,20 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 			return err
 		}
 	}
+	// MySQL rolls a failed statement back alone and keeps the
+	// transaction (the errors that end it, deadlock and lock wait timeout,
+	// are retried whole): no savepoints, which non-transactional engines
+	// (MyISAM, Aria) refuse anyway.
+	savepointSQL := savepoints && s.dialect != MySQL
 	for _, i := range todo {
-		if savepoints {
+		if savepointSQL {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT pacer_row"); err != nil {
 				return retryAll(err)
 			}
 		}
 		err := exec(args[i])
 		if err == nil {
-			if savepoints {
+			if savepointSQL {
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT pacer_row"); err != nil {
 					return retryAll(err)
 				}
@@ -454,6 +477,9 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 			return false
 		}
 		results[i] = s.result(msgs[i], err)
+		if !savepointSQL {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT pacer_row"); err != nil {
 			return retryAll(err)
 		}
