@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -388,15 +389,28 @@ func TestClassifyMySQL(t *testing.T) {
 	}
 }
 
-// TestReadyMySQL: Ready pings MariaDB, and fails on a port with no server.
+// TestReadyMySQL: Ready pings MariaDB, given the driver's DSN or the same
+// as a mysql:// URL, and fails on a port with no server.
 func TestReadyMySQL(t *testing.T) {
-	s, err := New(Config{Driver: "mysql", DSN: testenv.MySQL(t), Table: "unused"})
+	dsn := testenv.MySQL(t)
+	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if err := s.Ready(context.Background()); err != nil {
-		t.Errorf("Ready = %v", err)
+	userinfo := url.UserPassword(cfg.User, cfg.Passwd).String()
+	if cfg.Passwd == "" {
+		userinfo = url.User(cfg.User).String()
+	}
+	asURL := "mysql://" + userinfo + "@" + cfg.Addr + "/" + cfg.DBName
+	for _, d := range []string{dsn, asURL} {
+		s, err := New(Config{Driver: "mysql", DSN: d, Table: "unused"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Ready(context.Background()); err != nil {
+			t.Errorf("Ready with %s = %v", d, err)
+		}
 	}
 	down, err := New(Config{Driver: "mysql", DSN: "mysql://pacer:pw@127.0.0.1:1/none", Table: "unused"})
 	if err != nil {
