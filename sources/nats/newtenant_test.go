@@ -1,0 +1,58 @@
+package nats_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/pacer"
+	pnats "github.com/pacer-dev/pacer/sources/nats"
+	"github.com/pacer-dev/pacer/sources/sourcetest"
+)
+
+// TestNewTenantAtItsFirstMessage: with tenant_in_subject and a discovery
+// interval of an hour, tenants that first publish after the start are
+// still read at once: the source sees each new tenant's first message
+// (headers only) and starts its consumer, instead of waiting for the next
+// discovery (before: an hour here; 2 s by default, which put small
+// tenants' p99 above 1 s). Every message arrives once.
+func TestNewTenantAtItsFirstMessage(t *testing.T) {
+	url := testenv.NATS(t)
+	_, js := connect(t, url)
+	name := testenv.UniqueName(t, "NEWT")
+	stream(t, js, name)
+	publishN(t, js, name+".a.job", 0, 5)
+	s := newSource(t, pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true, Batch: 8,
+		FilterSubject: name + ".*.>", SubjectToken: 2, DiscoverInterval: time.Hour})
+	var mu sync.Mutex
+	got := map[string]int{}
+	stop := sourcetest.RunSource(t, s, func(ctx context.Context, m *pacer.Message) error {
+		mu.Lock()
+		got[string(m.Key)+"/"+m.ID]++
+		got[string(m.Key)]++
+		mu.Unlock()
+		return m.Acker.Ack(ctx)
+	})
+	defer stop()
+	count := func(k string) int { mu.Lock(); defer mu.Unlock(); return got[k] }
+	testkit.Eventually(t, 30*time.Second, "tenant a, found at start", func() bool { return count("a") == 5 })
+	for _, tenant := range []string{"b", "c", "d"} {
+		publishN(t, js, name+"."+tenant+".job", 0, 3)
+	}
+	testkit.Eventually(t, 30*time.Second, "tenants b, c and d, new after the start, read before the next discovery (an hour away)", func() bool {
+		return count("b") == 3 && count("c") == 3 && count("d") == 3
+	})
+	if p := s.Paths(); p != 4 {
+		t.Errorf("%d per-subject paths, want 4 (a, b, c, d)", p)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range got {
+		if len(k) > 2 && n != 1 {
+			t.Errorf("%s delivered %d times", k, n)
+		}
+	}
+}
