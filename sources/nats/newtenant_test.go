@@ -2,9 +2,13 @@ package nats_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
@@ -55,4 +59,51 @@ func TestNewTenantAtItsFirstMessage(t *testing.T) {
 			t.Errorf("%s delivered %d times", k, n)
 		}
 	}
+}
+
+// BenchmarkNewTenantFirstMessage: the wait of a new tenant's first message,
+// from its publish to its hand-over, with tenant_in_subject and the default
+// discovery interval (2 s): one op is one new tenant publishing one
+// message. ns/op is the mean wait; p50 and p99 are reported.
+func BenchmarkNewTenantFirstMessage(b *testing.B) {
+	url := testenv.NATS(b)
+	_, js := connect(b, url)
+	name := testenv.UniqueName(b, "NEWTB")
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = js.DeleteStream(context.Background(), name) })
+	s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c", Create: true, Batch: 8,
+		FilterSubject: name + ".*.>", SubjectToken: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	arrived := make(chan string, 1)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Run(runCtx, func(ctx context.Context, m *pacer.Message) error {
+			arrived <- string(m.Key)
+			return m.Acker.Ack(ctx)
+		})
+	}()
+	defer func() { cancel(); <-done; _ = s.Close() }()
+	var waits []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		tenant := fmt.Sprintf("t%d", i)
+		start := time.Now()
+		if _, err := js.Publish(ctx, name+"."+tenant+".job", []byte("x")); err != nil {
+			b.Fatal(err)
+		}
+		if got := <-arrived; got != tenant {
+			b.Fatalf("got tenant %s want %s", got, tenant)
+		}
+		waits = append(waits, time.Since(start))
+	}
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(waits[len(waits)*99/100].Milliseconds()), "p99-ms")
 }
