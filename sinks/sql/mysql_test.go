@@ -421,3 +421,27 @@ func TestReadyMySQL(t *testing.T) {
 		t.Error("Ready with MySQL unreachable (port 1) = nil, want an error")
 	}
 }
+
+// TestMySQLLargeBatch: a multi-row insert larger than the packet limits
+// (the server's max_allowed_packet, 16 MiB here, and the driver's 64 MiB)
+// still goes through, since the driver streams each large argument of a
+// prepared statement on its own: 70 values of 1 MiB, 70 MiB in all, are
+// all delivered.
+func TestMySQLLargeBatch(t *testing.T) {
+	ds := mysqlDownstream(t)
+	s := ds.sink(t, Config{})
+	defer s.Close()
+	msgs := sinktest.Messages(70)
+	big := strings.Repeat("x", 1<<20)
+	for _, m := range msgs {
+		m.Value = []byte(big)
+	}
+	for i, r := range deliver(s, msgs...) {
+		if r.Outcome != pacer.Delivered {
+			t.Fatalf("result %d = %v (%v) want Delivered", i, r.Outcome, r.Err)
+		}
+	}
+	if got := len(ds.ids(t)); got != 70 {
+		t.Errorf("%d rows want 70", got)
+	}
+}
