@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
@@ -106,4 +107,86 @@ func BenchmarkNewTenantFirstMessage(b *testing.B) {
 	slices.Sort(waits)
 	b.ReportMetric(float64(waits[len(waits)/2].Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(waits[len(waits)*99/100].Milliseconds()), "p99-ms")
+}
+
+// BenchmarkSmallTenantsBesideHot is the layout through the engine:
+// tenant A has 3,000 jobs in the stream, tenants B and C appear after the
+// start and send 5/s each for 10 s; rate 100/s, fairness on (max_share
+// 0.5 of a queue of 100), a consumer per tenant (tenant_in_subject),
+// default discovery interval. It reports B's and C's wait from publish to
+// delivery (p50, p99, max) over their 100 messages. One op is the whole
+// 10 s run: use -benchtime 1x.
+func BenchmarkSmallTenantsBesideHot(b *testing.B) {
+	url := testenv.NATS(b)
+	_, js := connect(b, url)
+	for b.Loop() {
+		name := testenv.UniqueName(b, "SMALL")
+		ctx := context.Background()
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = js.DeleteStream(context.Background(), name) })
+		for i := range 3000 {
+			if _, err := js.PublishAsync(name+".A.job", []byte(fmt.Sprint(i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		<-js.PublishAsyncComplete()
+		src, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "s", Create: true,
+			FilterSubject: name + ".*.>", SubjectToken: 2, Batch: 16})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var mu sync.Mutex
+		var waits []time.Duration
+		all := make(chan struct{})
+		sink := sinkFunc(func(m *pacer.Message) {
+			if string(m.Key) == "A" {
+				return
+			}
+			var sent int64
+			fmt.Sscan(string(m.Value), &sent)
+			mu.Lock()
+			waits = append(waits, time.Since(time.Unix(0, sent)))
+			if len(waits) == 100 {
+				close(all)
+			}
+			mu.Unlock()
+		})
+		e, err := pacer.New(pacer.Config{Source: src, Sink: sink, QueueSize: 100, MaxInFlight: 4,
+			Fairness: &pacer.Fairness{MaxShare: 0.5},
+			Shaping:  pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = e.Run(runCtx) }()
+		tick := time.NewTicker(200 * time.Millisecond) // B and C at 5/s each
+		for range 50 {
+			<-tick.C
+			for _, tenant := range []string{"B", "C"} {
+				if _, err := js.Publish(ctx, name+"."+tenant+".job", []byte(fmt.Sprint(time.Now().UnixNano()))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		tick.Stop()
+		select {
+		case <-all:
+		case <-time.After(30 * time.Second):
+		}
+		cancel()
+		<-done
+		_ = src.Close()
+		mu.Lock()
+		if len(waits) != 100 {
+			b.Fatalf("%d of B's and C's 100 messages delivered", len(waits))
+		}
+		slices.Sort(waits)
+		b.ReportMetric(float64(waits[50].Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(waits[98].Milliseconds()), "p99-ms")
+		b.ReportMetric(float64(waits[99].Milliseconds()), "max-ms")
+		mu.Unlock()
+	}
 }
