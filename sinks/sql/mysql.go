@@ -64,7 +64,7 @@ func parseMySQLDSN(dsn string) (*mysql.Config, error) {
 			at = strings.LastIndex(native[:slash], "@")
 		}
 		if slash < 0 {
-			return nil, errors.New("mysql dsn: missing the /database after the host (mysql://user:pass@host:3306/db)")
+			return nil, errors.New("mysql dsn: missing the /database after the host")
 		}
 		if at >= 0 {
 			ui := native[:at]
@@ -88,7 +88,7 @@ func parseMySQLDSN(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(native)
 	if err != nil {
 		// The driver's errors name the part at fault without echoing it.
-		return nil, fmt.Errorf("mysql dsn: %v (want mysql://user:pass@host:3306/db or user:pass@tcp(host:3306)/db)", err)
+		return nil, fmt.Errorf("mysql dsn: %v (want a mysql://host:3306/db URL with the user and password before the host, or user:password@tcp(host:3306)/db)", err)
 	}
 	if fromURL {
 		cfg.User, cfg.Passwd = user, pass
