@@ -20,7 +20,7 @@ import (
 	"github.com/pacer-dev/pacer/pacer/metrics"
 )
 
-var examples = []string{"kafka-to-http.yaml", "nats-to-postgres.yaml", "distributed-redis.yaml", "demo.yaml"}
+var examples = []string{"kafka-to-http.yaml", "nats-to-postgres.yaml", "distributed-redis.yaml", "demo.yaml", "nats-to-mysql.yaml"}
 
 // composeEnv is the environment docker-compose.yml gives pacer.
 func composeEnv(t *testing.T) map[string]string {

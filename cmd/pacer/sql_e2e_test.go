@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
@@ -60,7 +61,11 @@ func runToSQL(t *testing.T, driver, sqlDriver, dsn, table string) {
 	}
 	defer db.Close()
 	var rows, distinct int
-	if err := db.QueryRowContext(context.Background(), `SELECT count(*), count(DISTINCT message_id) FROM "`+table+`"`).Scan(&rows, &distinct); err != nil {
+	quote := `"`
+	if sqlDriver == "mysql" {
+		quote = "`"
+	}
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*), count(DISTINCT message_id) FROM `+quote+table+quote).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if rows != n || distinct != n {
@@ -88,4 +93,19 @@ func TestRunNATSToPostgres(t *testing.T) {
 		}
 	})
 	runToSQL(t, "postgres", "pgx", dsn, table)
+}
+
+// TestRunNATSToMySQL: the same against MySQL/MariaDB (PACER_TEST_MYSQL_DSN
+// or a container; skipped, saying why, when there is none).
+func TestRunNATSToMySQL(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	table := testenv.UniqueName(t, "pacer_e2e")
+	t.Cleanup(func() {
+		db, err := sql.Open("mysql", dsn)
+		if err == nil {
+			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + "`")
+			db.Close()
+		}
+	})
+	runToSQL(t, "mysql", "mysql", dsn, table)
 }

@@ -200,16 +200,33 @@ func TestSystemicRefusedConnection(t *testing.T) {
 // (42P01 for every insert) and back.
 func TestSystemicPostgresRenamedTable(t *testing.T) {
 	dsn := testenv.Postgres(t)
+	systemicRenamedTable(t, "postgres", "pgx", dsn, `"`, "sqlstate 42P01")
+}
+
+// TestSystemicMySQLRenamedTable: the same on MySQL/MariaDB (1146 "table
+// doesn't exist" is systemic): held, not dead-lettered, all delivered once
+// the table is back (real MariaDB, PACER_TEST_MYSQL_DSN; skipped with the
+// reason when unset).
+func TestSystemicMySQLRenamedTable(t *testing.T) {
+	dsn := testenv.MySQL(t)
+	systemicRenamedTable(t, "mysql", "mysql", dsn, "`", "mysql 1146")
+}
+
+// systemicRenamedTable renames the sink's table away once the first
+// messages are in: the next ones are held with the breaker open on class
+// (checkHeldNotDrained), and all are delivered once it is renamed back.
+func systemicRenamedTable(t *testing.T, driver, sqlDriver, dsn, quote, class string) {
 	const n = 120
 	url, stream, js := setupNATS(t, n)
 	table := testenv.UniqueName(t, "pacer_sys")
-	db, err := sql.Open("pgx", dsn)
+	q := func(name string) string { return quote + name + quote }
+	db, err := sql.Open(sqlDriver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = db.Exec(`DROP TABLE IF EXISTS "` + table + `"`)
-		_, _ = db.Exec(`DROP TABLE IF EXISTS "` + table + `_moved"`)
+		_, _ = db.Exec(`DROP TABLE IF EXISTS ` + q(table))
+		_, _ = db.Exec(`DROP TABLE IF EXISTS ` + q(table+"_moved"))
 		db.Close()
 	})
 	addr := binharness.FreeAddr(t)
@@ -226,19 +243,19 @@ shaping:
 sink:
   type: sql
   sql:
-    driver: postgres
+    driver: %s
     dsn: %q
     table: %s
     create_table: true
 retry:
   max_attempts: 3
-`, url, stream, dsn, table)+fmt.Sprintf(systemicTail, dlq, addr))
+`, url, stream, driver, dsn, table)+fmt.Sprintf(systemicTail, dlq, addr))
 	p := binharness.Start(t, nil, "run", "-c", cfg)
 	binharness.Eventually(t, 60*time.Second, "the first messages acked", func() bool {
 		st, err := binharness.Status(addr)
 		return err == nil && binharness.Num(st, "engine", "acked") == n
 	})
-	if _, err := db.Exec(`ALTER TABLE "` + table + `" RENAME TO "` + table + `_moved"`); err != nil {
+	if _, err := db.Exec(`ALTER TABLE ` + q(table) + ` RENAME TO ` + q(table+"_moved")); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -247,8 +264,8 @@ retry:
 			t.Fatal(err)
 		}
 	}
-	checkHeldNotDrained(t, p, addr, dlq, "sqlstate 42P01")
-	if _, err := db.Exec(`ALTER TABLE "` + table + `_moved" RENAME TO "` + table + `"`); err != nil {
+	checkHeldNotDrained(t, p, addr, dlq, class)
+	if _, err := db.Exec(`ALTER TABLE ` + q(table+"_moved") + ` RENAME TO ` + q(table)); err != nil {
 		t.Fatal(err)
 	}
 	binharness.Eventually(t, 60*time.Second, "every message delivered once the table is back", func() bool {
@@ -257,7 +274,7 @@ retry:
 	})
 	p.Stop(t, 30*time.Second)
 	var rows, distinct int
-	if err := db.QueryRow(`SELECT count(*), count(DISTINCT message_id) FROM "`+table+`"`).Scan(&rows, &distinct); err != nil {
+	if err := db.QueryRow(`SELECT count(*), count(DISTINCT message_id) FROM `+q(table)).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if distinct != 2*n {

@@ -2,7 +2,13 @@ package main
 
 import (
 	"fmt"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/worker"
 )
+
+// brokerCheckTimeout bounds each connection of validate's broker checks.
+const brokerCheckTimeout = 5 * time.Second
 
 type validateCmd struct {
 	configFlags
@@ -11,7 +17,9 @@ type validateCmd struct {
 // Run prints every problem (exit 2), or "ok", the warnings (settings that
 // cancel each other) and what the config will do. It builds every part as
 // run does, offline, so a config that validates does not fail at start-up
-// for its settings.
+// for its settings; then it asks the brokers, when they answer, what only
+// they can tell (worker.CheckBrokers: the fairness overflow topic exists),
+// and says what it could not check.
 func (v validateCmd) Run(e *env) error {
 	path, err := v.path(e)
 	if err != nil {
@@ -21,7 +29,19 @@ func (v validateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	ps, unchecked := worker.CheckBrokers(cfg, brokerCheckTimeout)
+	if len(ps) > 0 {
+		data, err := worker.ReadFile(path)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		printProblems(e.stderr, path, data, cfg, ps)
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %d problem(s)", path, len(ps))}
+	}
 	fmt.Fprintf(e.stdout, "ok: %s\n", path)
+	for _, u := range unchecked {
+		fmt.Fprintf(e.stdout, "%s: note: %s\n", path, u)
+	}
 	for _, w := range cfg.Warnings() {
 		loc := path
 		if w.Line > 0 {

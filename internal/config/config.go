@@ -345,7 +345,10 @@ type HTTP struct {
 
 // SQL writes each message (or batch) to a database.
 type SQL struct {
-	// Driver: "postgres" or "sqlite".
+	// Driver: "postgres", "mysql" (MySQL or MariaDB) or "sqlite". A mysql
+	// DSN is mysql://user:pass@host:3306/db or the driver's own
+	// user:pass@tcp(host:3306)/db; the session runs in STRICT_ALL_TABLES,
+	// so a value a column cannot hold rejects its message.
 	Driver string `yaml:"driver" json:"driver"`
 	DSN    Secret `yaml:"dsn" json:"dsn"`
 	// Table receives (id, key, value, headers, topic, received_at) rows;

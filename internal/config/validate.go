@@ -345,9 +345,11 @@ func (v *validator) sink() {
 		v.tls("sink.http.tls", h.TLS)
 	case "sql":
 		q := s.SQL
-		v.oneOf("sink.sql.driver", q.Driver, "postgres", "sqlite")
+		v.oneOf("sink.sql.driver", q.Driver, "postgres", "mysql", "sqlite")
 		if q.DSN.IsZero() {
 			v.add("sink.sql.dsn", "missing: the database to connect to")
+		} else if scheme := dsnScheme(q.DSN.Reveal()); scheme != "" && scheme != q.Driver {
+			v.add("sink.sql.driver", "is %q but the dsn is a %s:// URL: set driver: %s", q.Driver, scheme, scheme)
 		}
 		if q.Table == "" && q.Statement == "" {
 			v.add("sink.sql.table", "missing: give table or statement")
@@ -514,4 +516,21 @@ func subjectMatches(f, s string) bool {
 		}
 	}
 	return len(ft) == len(st)
+}
+
+// dsnScheme names the driver a DSN's URL scheme belongs to (postgres for
+// postgres:// and postgresql://, mysql for mysql:// and mariadb://), or ""
+// when the DSN is not such a URL (a file, a key=value or native DSN).
+func dsnScheme(dsn string) string {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return ""
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return "postgres"
+	case "mysql", "mariadb":
+		return "mysql"
+	}
+	return ""
 }

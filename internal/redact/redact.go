@@ -65,10 +65,14 @@ func maskQuery(raw string) string {
 	return strings.Join(parts, "&")
 }
 
-// Text returns s with every URL's userinfo and query values masked, and
-// the value of every password= (libpq keyword DSN) masked. It does not know
+// Text returns s with every URL's userinfo and query values masked, the
+// value of every password= (libpq keyword DSN) masked, and the password of
+// every MySQL DSN (user:password@tcp(host)/db) masked. It does not know
 // literal secrets: use a Redactor for those.
 func Text(s string) string {
+	if hasMySQLDSN(s) {
+		s = mysqlPassword(s)
+	}
 	if !strings.Contains(s, "://") && !strings.Contains(strings.ToLower(s), "password=") {
 		return s
 	}

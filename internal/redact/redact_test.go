@@ -21,6 +21,9 @@ func TestText(t *testing.T) {
 		{"host=db password='a b c' x=1", "host=db password=*** x=1"},
 		{"http://api.example.com/ok", "http://api.example.com/ok"},
 		{"no scheme ://here", "no scheme ://here"},
+		{"dsn app:s3cret@tcp(db:3306)/orders?x=1 refused", "dsn app:***@tcp(db:3306)/orders?x=1 refused"},
+		{"mysql://app:p@ss:w@tcp(db:3306)/orders", "mysql://***@tcp(db:3306)/orders"},
+		{`dsn="root@unix(/run/mysqld.sock)/x" a=b:c@tcp6([::1]:3306)/y`, `dsn="root@unix(/run/mysqld.sock)/x" a=b:***@tcp6([::1]:3306)/y`},
 	} {
 		if got := redact.Text(tc.in); got != tc.want {
 			t.Errorf("Text(%q) = %q want %q", tc.in, got, tc.want)

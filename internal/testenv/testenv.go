@@ -1,12 +1,14 @@
 // Package testenv owns how tests get a real broker or service (Kafka, NATS
-// JetStream, PostgreSQL, Redis) and a free port. It tries, in order:
+// JetStream, PostgreSQL, MySQL/MariaDB, Redis) and a free port. It tries,
+// in order:
 //
 //  1. an address from the environment (PACER_TEST_KAFKA_BROKERS,
-//     PACER_TEST_NATS_URL, PACER_TEST_POSTGRES_DSN, PACER_TEST_REDIS_URL);
+//     PACER_TEST_NATS_URL, PACER_TEST_POSTGRES_DSN, PACER_TEST_MYSQL_DSN,
+//     PACER_TEST_REDIS_URL);
 //  2. a testcontainers-go container when a Docker engine answers;
 //  3. an in-process real server (kfake for Kafka, nats-server for NATS,
-//     miniredis for Redis); for PostgreSQL there is none, and the test skips,
-//     saying why.
+//     miniredis for Redis); for PostgreSQL and MySQL there is none, and the
+//     test skips, saying why.
 //
 // Every helper registers its cleanup with t.Cleanup and logs which of the
 // three it used, so a reader of `go test -v` output knows what was tested.

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/config"
@@ -81,6 +83,29 @@ func withOverflow(cfg *config.Config, ec *pacer.Config, cl *closers) error {
 	f.Defer, f.Deferred = d.Defer, d.Deferred
 	ec.Fairness = &f
 	return nil
+}
+
+// CheckBrokers checks what only the brokers can tell, asking them with
+// each connection bounded by timeout: that shaping.fairness.overflow's
+// topic exists (run refuses to start without it). A missing topic is a
+// problem on its field's line; a check the brokers did not answer is
+// returned in unchecked, saying so, for validate to print: validate may
+// run where the brokers cannot be reached. It creates nothing.
+func CheckBrokers(cfg *config.Config, timeout time.Duration) (ps config.Problems, unchecked []string) {
+	o := cfg.Shaping.Fairness.Overflow
+	if o == "" || !cfg.Shaping.Fairness.Enabled || cfg.Source.Type != "kafka" {
+		return nil, nil
+	}
+	err := kafka.CheckDeferralTopic(kafka.DeferralConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: o}, timeout)
+	switch {
+	case err == nil:
+	case unreachable(err) || !errors.Is(err, kafka.ErrNoTopic):
+		unchecked = append(unchecked, fmt.Sprintf("shaping.fairness.overflow: topic %q not checked: %s", o, cfg.Redact(err.Error())))
+	default:
+		pos := cfg.Where("shaping.fairness.overflow")
+		ps = append(ps, config.Problem{Path: "shaping.fairness.overflow", Line: pos.Line, Column: pos.Column, Msg: cfg.Redact(err.Error())})
+	}
+	return ps, unchecked
 }
 
 // withLanes shares the Redis budget by shaping.priority's lanes (higher

@@ -14,13 +14,17 @@ import (
 )
 
 // benchDownstreams yields SQLite (a WAL file in a temp dir, synchronous=NORMAL
-// as is usual with WAL) and PostgreSQL when PACER_TEST_POSTGRES_DSN is set.
+// as is usual with WAL), PostgreSQL when PACER_TEST_POSTGRES_DSN is set and
+// MySQL when PACER_TEST_MYSQL_DSN is set.
 func benchDownstreams(b *testing.B) map[string]*downstream {
 	out := map[string]*downstream{}
 	dir := b.TempDir()
 	out["sqlite"] = benchDownstream(b, SQLite, "file:"+filepath.Join(dir, "bench.db")+"?_pragma=synchronous(NORMAL)", "sqlite")
 	if dsn := os.Getenv("PACER_TEST_POSTGRES_DSN"); dsn != "" {
 		out["postgres"] = benchDownstream(b, Postgres, dsn, "pgx")
+	}
+	if dsn := os.Getenv("PACER_TEST_MYSQL_DSN"); dsn != "" {
+		out["mysql"] = benchDownstream(b, MySQL, dsn, "mysql")
 	}
 	return out
 }
@@ -40,7 +44,7 @@ func benchDownstream(b *testing.B, d Dialect, dsn, driver string) *downstream {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		_, _ = ctl.Exec(`DROP TABLE IF EXISTS "` + ds.table + `"`)
+		_, _ = ctl.Exec(`DROP TABLE IF EXISTS ` + ds.q(ds.table))
 		ctl.Close()
 	})
 	return ds
@@ -64,7 +68,7 @@ func BenchmarkDeliver(b *testing.B) {
 	for name, ds := range benchDownstreams(b) {
 		for _, batch := range []int{1, 100} {
 			b.Run(fmt.Sprintf("%s/batch%d", name, batch), func(b *testing.B) {
-				s, err := New(Config{Driver: map[Dialect]string{Postgres: "pgx", SQLite: "sqlite"}[ds.dialect], DSN: ds.dsn, Table: ds.table})
+				s, err := New(Config{Driver: map[Dialect]string{Postgres: "pgx", SQLite: "sqlite", MySQL: "mysql"}[ds.dialect], DSN: ds.dsn, Table: ds.table})
 				if err != nil {
 					b.Fatal(err)
 				}

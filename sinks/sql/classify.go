@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
@@ -42,12 +43,18 @@ const (
 //     XX); SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_FULL,
 //     SQLITE_NOMEM, SQLITE_INTERRUPT, SQLITE_PROTOCOL, SQLITE_SCHEMA,
 //     SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_CORRUPT (the database, not
-//     the message, is at fault).
+//     the message, is at fault); MySQL's lost connections (the driver's
+//     invalid connection, SQLSTATE class 08), deadlock (1213), lock wait
+//     timeout (1205), too many connections (1040, 1203), statement
+//     timeouts, a server shutting down, out of memory or disk, read-only
+//     (a failover under way), see classifyMySQL.
 //   - Reject: everything a retry cannot fix: integrity constraint violations
 //     (class 23, SQLITE_CONSTRAINT), data exceptions and type errors (class
 //     22, SQLITE_MISMATCH, SQLITE_TOOBIG, SQLITE_RANGE), bad SQL or missing
 //     objects and privileges (class 42, SQLITE_ERROR), and every other
-//     PostgreSQL class.
+//     PostgreSQL class; every other MySQL server error (data too long 1406,
+//     out of range 1264, incorrect value 1366, NULL 1048, duplicate key,
+//     CHECK, unknown table or column, access denied).
 //
 // An error of a kind it does not know is retried: the engine's retry budget
 // dead-letters it in the end, whereas a wrong Reject would lose a message
@@ -68,6 +75,13 @@ func Classify(err error) pacer.Outcome {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		return classifySQLite(se.Code())
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return classifyMySQL(me)
+	}
+	if errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, mysql.ErrMalformPkt) {
+		return pacer.Retry
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
@@ -109,8 +123,13 @@ func classifySQLite(code int) pacer.Outcome {
 // sink passes on as Feedback.Throttled for the adaptive rate controller:
 // PostgreSQL class 53 (too many connections, out of memory or disk), lock
 // not available (55P03), a statement timeout (57014); SQLITE_BUSY and
-// SQLITE_LOCKED.
+// SQLITE_LOCKED; MySQL's too many connections, lock wait and statement
+// timeouts, out of memory (see mysqlOverloaded).
 func Overloaded(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return mysqlOverloaded(me)
+	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
 		return strings.HasPrefix(pg.Code, "53") || pg.Code == "55P03" || pg.Code == "57014"
@@ -132,7 +151,10 @@ var _ pacer.FailureClassifier = (*Sink)(nil)
 // (42P01, 42703, 42883, 3F000), an unknown database (3D000), insufficient
 // privilege (42501), failed authentication (class 28), a syntax error in
 // the configured statement (42601), and SQLite's "no such table" / "no
-// such column". Everything else counts toward the breaker's thresholds;
+// such column"; MySQL's unknown table, column, database or function
+// (1146, 1054, 1049, 1305), access denied (1045, 1044, 1142, 1143, 1227),
+// a syntax error (1064) or a column count that does not match (1136), as
+// "mysql <number>". Everything else counts toward the breaker's thresholds;
 // an error with no code is left out ("").
 func (s *Sink) FailureClass(err error) (string, bool) {
 	var pg *pgconn.PgError
@@ -143,6 +165,10 @@ func (s *Sink) FailureClass(err error) (string, bool) {
 			return "sqlstate " + pg.Code, true
 		}
 		return "sqlstate " + pg.Code, false
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return mysqlClass(me), mysqlSystemic(me)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {

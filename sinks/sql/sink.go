@@ -1,5 +1,6 @@
 // Package sqlsink delivers messages to a SQL database through database/sql:
-// PostgreSQL with pgx (driver "pgx") or SQLite with modernc.org/sqlite
+// PostgreSQL with pgx (driver "pgx"), MySQL or MariaDB with
+// go-sql-driver/mysql (driver "mysql"), or SQLite with modernc.org/sqlite
 // (driver "sqlite", pure Go, the embedded default).
 //
 // Every message runs one parameterized statement whose arguments are mapped
@@ -7,8 +8,8 @@
 // parameter, never spliced into SQL text. A batch runs in one transaction
 // with a result per message: a row that fails for good is rejected alone
 // and the others are committed (see Deliver). The example schema keys rows
-// by the message ID with ON CONFLICT DO NOTHING, so redelivery never writes
-// twice.
+// by the message ID with ON CONFLICT DO NOTHING (MySQL: ON DUPLICATE KEY
+// UPDATE message_id = message_id), so redelivery never writes twice.
 //
 // The package lives in sinks/sql and is named sqlsink so that it does not
 // shadow database/sql.
@@ -50,21 +51,31 @@ type Dialect string
 
 const (
 	Postgres Dialect = "postgres"
+	MySQL    Dialect = "mysql" // MySQL and MariaDB
 	SQLite   Dialect = "sqlite"
 )
 
 // Config configures a Sink.
 type Config struct {
-	// Driver is "sqlite" (the default) or "pgx"; it sets the Dialect.
+	// Driver is "sqlite" (the default), "pgx" or "mysql" (also "mariadb");
+	// it sets the Dialect.
 	Driver string
 	// DSN is the data source: a file name or "file:..." URI for SQLite, a
-	// postgres:// URL or key=value string for PostgreSQL. For SQLite, unless
+	// postgres:// URL or key=value string for PostgreSQL, a
+	// mysql://user:pass@host:3306/db URL or the MySQL driver's own
+	// user:pass@tcp(host:3306)/db?param=value for MySQL. For SQLite, unless
 	// the DSN sets them, busy_timeout(5000), journal_mode(WAL) and
-	// _txlock=immediate are added.
+	// _txlock=immediate are added. For MySQL, STRICT_ALL_TABLES is added to
+	// the session's sql_mode (a DSN whose sql_mode leaves it out is
+	// refused: without it a value a column cannot hold is silently
+	// truncated or coerced), and the dial timeout is 10s unless set.
 	DSN string
 	// Statement is run once per message, with placeholders native to the
-	// dialect: $1, $2... for PostgreSQL; ?1, ?2... (or ?) for SQLite.
-	// "" means the example statement for Table (see ExampleStatement).
+	// dialect: $1, $2... for PostgreSQL; ? for MySQL; ?1, ?2... (or ?)
+	// for SQLite. "" means the example statement for Table (see
+	// ExampleStatement). On MySQL, an INSERT ... VALUES (...) [ON
+	// DUPLICATE KEY UPDATE ...] with its placeholders in the one tuple
+	// takes a whole batch as one multi-row statement.
 	Statement string
 	// Args maps each placeholder, in order, to a message field: id, key,
 	// value, key_bytes, value_bytes, topic, partition, offset (sequence),
@@ -75,8 +86,9 @@ type Config struct {
 	// "pacer_messages".
 	Table string
 	// MaxOpenConns bounds the connection pool; set it to the engine's max
-	// in flight. 0 means 16 for PostgreSQL and 1 for SQLite (one writer at
-	// a time is what SQLite allows; more connections only add SQLITE_BUSY).
+	// in flight. 0 means 16 for PostgreSQL and MySQL and 1 for SQLite (one
+	// writer at a time is what SQLite allows; more connections only add
+	// SQLITE_BUSY).
 	MaxOpenConns int
 	// MaxBatch splits a larger Deliver call into transactions of at most
 	// this many messages; 0 means 1000.
@@ -97,6 +109,8 @@ type Sink struct {
 	stmtText string
 	args     []arg
 	maxBatch int
+	// multi is set when stmtText can take several rows (MySQL only).
+	multi *multiRow
 }
 
 var _ pacer.Sink = (*Sink)(nil)
@@ -108,8 +122,8 @@ func New(cfg Config) (*Sink, error) {
 		s.maxBatch = 1000
 	}
 	if cfg.DB != nil {
-		if s.dialect != Postgres && s.dialect != SQLite {
-			return nil, fmt.Errorf("%w: with DB, Dialect must be %q or %q", ErrInvalidConfig, Postgres, SQLite)
+		if s.dialect != Postgres && s.dialect != SQLite && s.dialect != MySQL {
+			return nil, fmt.Errorf("%w: with DB, Dialect must be %q, %q or %q", ErrInvalidConfig, Postgres, MySQL, SQLite)
 		}
 		s.db = cfg.DB
 	} else {
@@ -119,17 +133,24 @@ func New(cfg Config) (*Sink, error) {
 			driver, s.dialect = "sqlite", SQLite
 		case "pgx", "postgres", "postgresql":
 			driver, s.dialect = "pgx", Postgres
+		case "mysql", "mariadb":
+			driver, s.dialect = "mysql", MySQL
 		default:
-			return nil, fmt.Errorf("%w: driver %q (want sqlite or pgx)", ErrInvalidConfig, cfg.Driver)
+			return nil, fmt.Errorf("%w: driver %q (want sqlite, pgx or mysql)", ErrInvalidConfig, cfg.Driver)
 		}
 		if cfg.DSN == "" {
 			return nil, fmt.Errorf("%w: dsn is required", ErrInvalidConfig)
 		}
-		dsn := cfg.DSN
-		if s.dialect == SQLite {
-			dsn = sqliteDefaults(dsn)
+		var db *sql.DB
+		var err error
+		switch s.dialect {
+		case SQLite:
+			db, err = sql.Open(driver, sqliteDefaults(cfg.DSN))
+		case MySQL:
+			db, err = openMySQL(cfg.DSN)
+		default:
+			db, err = sql.Open(driver, cfg.DSN)
 		}
-		db, err := sql.Open(driver, dsn)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 		}
@@ -170,6 +191,11 @@ func New(cfg Config) (*Sink, error) {
 			return nil, fmt.Errorf("%w: args[%d]: %v", ErrInvalidConfig, i, err)
 		}
 		s.args = append(s.args, f)
+	}
+	if s.dialect == MySQL {
+		if m, ok := splitMultiRow(s.stmtText, len(s.args)); ok {
+			s.multi = &m
+		}
 	}
 	return s, nil
 }
@@ -219,10 +245,16 @@ func (s *Sink) Close() error {
 // Deliver implements pacer.Sink. One message runs in autocommit. A batch
 // runs in one transaction, in two passes at most:
 //
-//  1. all statements, then COMMIT: the common case, one round trip each;
+//  1. all statements, then COMMIT: the common case, one round trip each
+//     (PostgreSQL pipelines them in one; MySQL sends an INSERT ... VALUES
+//     statement as one multi-row insert of the whole batch);
 //  2. if some statement failed for good, ROLLBACK and run the batch again
 //     with a SAVEPOINT around each statement: a failing one is rolled back
-//     to its savepoint and rejected, the others are committed.
+//     to its savepoint and rejected, the others are committed (MySQL rolls
+//     a failed statement back by itself: no savepoints there).
+//
+// A batch that cannot start (no connection, a denied login) is Retry, or
+// Reject when the database refused it for good.
 //
 // A retryable error (lost connection, serialization failure, deadlock,
 // SQLITE_BUSY) aborts the transaction: every message not rejected is Retry.
@@ -269,6 +301,13 @@ func (s *Sink) deliverChunk(ctx context.Context, msgs []*pacer.Message, results 
 		results[i] = s.result(msgs[i], err)
 		return
 	}
+	if s.multi != nil {
+		if s.multiRowTx(ctx, args, todo, results) {
+			return
+		}
+		s.runTx(ctx, msgs, args, todo, results, true)
+		return
+	}
 	if s.dialect == Postgres {
 		if done, ok := s.pgPipeline(ctx, args, todo, results); ok {
 			if done {
@@ -293,7 +332,7 @@ func (s *Sink) deliverChunk(ctx context.Context, msgs []*pacer.Message, results 
 func (s *Sink) pgPipeline(ctx context.Context, args [][]any, todo []int, results []pacer.Result) (done, ok bool) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		markRetry(results, todo, err)
+		failAll(ctx, results, todo, err)
 		return true, true
 	}
 	defer conn.Close()
@@ -345,6 +384,19 @@ func (s *Sink) pgPipeline(ctx context.Context, args [][]any, todo []int, results
 	return true, true
 }
 
+// failAll gives every message of todo the outcome of err, a failure to
+// start the batch (no connection, a refused login): Reject when it is one
+// (a denied access, which the breaker reads as systemic), else Retry.
+func failAll(ctx context.Context, results []pacer.Result, todo []int, err error) {
+	if Classify(err) != pacer.Reject || ctx.Err() != nil {
+		markRetry(results, todo, err)
+		return
+	}
+	for _, i := range todo {
+		results[i] = pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("sqlsink: batch of %d not started: %w", len(todo), err)}
+	}
+}
+
 func markRetry(results []pacer.Result, todo []int, err error) {
 	for _, i := range todo {
 		results[i] = pacer.Result{Outcome: pacer.Retry, Err: fmt.Errorf("sqlsink: batch of %d not committed: %w", len(todo), err)}
@@ -368,16 +420,18 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return retryAll(err)
+		failAll(ctx, results, todo, err)
+		return true
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	exec := func(args []any) error {
 		_, err := tx.ExecContext(ctx, s.stmtText, args...)
 		return err
 	}
-	if s.dialect == SQLite {
+	if s.dialect == SQLite || s.dialect == MySQL {
 		// modernc.org/sqlite compiles the statement on every Exec unless it
-		// is prepared; pgx caches prepared statements itself.
+		// is prepared, and go-sql-driver/mysql prepares and closes it on
+		// the server each time; pgx caches prepared statements itself.
 		stmt, err := tx.PrepareContext(ctx, s.stmtText)
 		if err != nil {
 			if Classify(err) == pacer.Reject {
@@ -395,15 +449,20 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 			return err
 		}
 	}
+	// MySQL rolls a failed statement back alone and keeps the
+	// transaction (the errors that end it, deadlock and lock wait timeout,
+	// are retried whole): no savepoints, which non-transactional engines
+	// (MyISAM, Aria) refuse anyway.
+	savepointSQL := savepoints && s.dialect != MySQL
 	for _, i := range todo {
-		if savepoints {
+		if savepointSQL {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT pacer_row"); err != nil {
 				return retryAll(err)
 			}
 		}
 		err := exec(args[i])
 		if err == nil {
-			if savepoints {
+			if savepointSQL {
 				if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT pacer_row"); err != nil {
 					return retryAll(err)
 				}
@@ -418,6 +477,9 @@ func (s *Sink) runTx(ctx context.Context, msgs []*pacer.Message, args [][]any, t
 			return false
 		}
 		results[i] = s.result(msgs[i], err)
+		if !savepointSQL {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT pacer_row"); err != nil {
 			return retryAll(err)
 		}

@@ -28,6 +28,9 @@ type downstream struct {
 	table   string
 	ctl     *sql.DB
 	lock    *sql.Tx // held while a lock-based failure is on
+	// tableLock holds MySQL's LOCK TABLES ... WRITE (a session lock, which
+	// a transaction would commit at once).
+	tableLock *sql.Conn
 }
 
 func uniqueTable(prefix string) string {
@@ -49,12 +52,50 @@ func postgresDownstream(t *testing.T) *downstream {
 	return newDownstream(t, Postgres, testenv.Postgres(t), "pgx")
 }
 
+func mysqlDownstream(t *testing.T) *downstream {
+	t.Helper()
+	return newDownstream(t, MySQL, testenv.MySQL(t), "mysql")
+}
+
+// q quotes a table name for a statement the sink runs.
+func (ds *downstream) q(name string) string {
+	if ds.dialect == MySQL {
+		return "`" + name + "`"
+	}
+	return `"` + name + `"`
+}
+
+// ph is the nth placeholder of the dialect.
+func (ds *downstream) ph(n int) string {
+	switch ds.dialect {
+	case Postgres:
+		return fmt.Sprintf("$%d", n)
+	case MySQL:
+		return "?"
+	}
+	return fmt.Sprintf("?%d", n)
+}
+
+// textKey is a text type a primary key may have (MySQL's TEXT needs a
+// key length).
+func (ds *downstream) textKey() string {
+	if ds.dialect == MySQL {
+		return "varchar(64)"
+	}
+	return "text"
+}
+
 func newDownstream(t *testing.T, d Dialect, dsn, driver string) *downstream {
 	t.Helper()
 	ds := &downstream{dialect: d, dsn: dsn, table: uniqueTable("sinktest")}
 	ctlDSN := dsn
-	if d == SQLite {
+	switch d {
+	case SQLite:
 		ctlDSN = sqliteDefaults(dsn)
+	case MySQL:
+		// The control pool reads "name" as an identifier, as the other
+		// dialects do, so the tests' own SQL is the same for all three.
+		ctlDSN = dsn + map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")] + "sql_mode=%27ANSI_QUOTES,STRICT_ALL_TABLES%27"
 	}
 	ctl, err := sql.Open(driver, ctlDSN)
 	if err != nil {
@@ -65,14 +106,14 @@ func newDownstream(t *testing.T, d Dialect, dsn, driver string) *downstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := map[Dialect]string{Postgres: "msg_key     text,", SQLite: "msg_key     TEXT,"}[d]
+	col := map[Dialect]string{Postgres: "msg_key     text,", SQLite: "msg_key     TEXT,", MySQL: "msg_key     TEXT,"}[d]
 	ddl = strings.Replace(ddl, col, col[:len(col)-1]+" CHECK (msg_key IS NULL OR msg_key <> '"+sinktest.PoisonKey+"'),", 1)
 	if _, err := ctl.Exec(ddl); err != nil {
 		t.Fatalf("creating %s: %v", ds.table, err)
 	}
 	t.Cleanup(func() {
 		ds.release()
-		if d == Postgres {
+		if d == Postgres || d == MySQL {
 			if _, err := ctl.Exec(`DROP TABLE IF EXISTS "` + ds.table + `"`); err != nil {
 				t.Errorf("dropping %s: %v", ds.table, err)
 			}
@@ -85,7 +126,7 @@ func newDownstream(t *testing.T, d Dialect, dsn, driver string) *downstream {
 
 func (ds *downstream) sink(t *testing.T, cfg Config) *Sink {
 	t.Helper()
-	cfg.Driver = map[Dialect]string{Postgres: "pgx", SQLite: "sqlite"}[ds.dialect]
+	cfg.Driver = map[Dialect]string{Postgres: "pgx", SQLite: "sqlite", MySQL: "mysql"}[ds.dialect]
 	cfg.DSN = ds.dsn
 	if cfg.Statement == "" && cfg.Table == "" {
 		cfg.Table = ds.table
@@ -123,12 +164,19 @@ func (ds *downstream) release() {
 		_ = ds.lock.Rollback()
 		ds.lock = nil
 	}
+	if ds.tableLock != nil {
+		_, _ = ds.tableLock.ExecContext(context.Background(), "UNLOCK TABLES")
+		_ = ds.tableLock.Close()
+		ds.tableLock = nil
+	}
 }
 
 // fail injects f: PostgreSQL through a trigger raising the SQLSTATE (40001
 // serialization failure, 23514 check violation) or an ACCESS EXCLUSIVE lock
-// (hang); SQLite through a held write lock (SQLITE_BUSY) or a trigger that
-// aborts (a constraint error).
+// (hang); MySQL through a trigger signalling a deadlock (1213) or a
+// user error (SQLSTATE 45000), or LOCK TABLES ... WRITE (hang); SQLite
+// through a held write lock (SQLITE_BUSY) or a trigger that aborts (a
+// constraint error).
 func (ds *downstream) fail(t *testing.T, f sinktest.Failure) {
 	t.Helper()
 	exec := func(q string) {
@@ -141,6 +189,12 @@ func (ds *downstream) fail(t *testing.T, f sinktest.Failure) {
 	ds.release()
 	exec(`DROP TRIGGER IF EXISTS ` + trig + map[Dialect]string{Postgres: ` ON "` + ds.table + `"`}[ds.dialect])
 	raise := func(code string) {
+		if ds.dialect == MySQL {
+			signal := map[string]string{"40001": `SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'injected deadlock'`,
+				"23514": `SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'injected failure'`}[code]
+			exec(`CREATE TRIGGER ` + trig + ` BEFORE INSERT ON "` + ds.table + `" FOR EACH ROW ` + signal)
+			return
+		}
 		if ds.dialect == SQLite {
 			exec(`CREATE TRIGGER ` + trig + ` BEFORE INSERT ON "` + ds.table + `" BEGIN SELECT RAISE(ABORT, 'injected'); END`)
 			return
@@ -150,6 +204,17 @@ func (ds *downstream) fail(t *testing.T, f sinktest.Failure) {
 		exec(`CREATE TRIGGER ` + trig + ` BEFORE INSERT ON "` + ds.table + `" FOR EACH ROW EXECUTE FUNCTION ` + trig + `()`)
 	}
 	lock := func() {
+		if ds.dialect == MySQL {
+			c, err := ds.ctl.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.ExecContext(context.Background(), `LOCK TABLES "`+ds.table+`" WRITE`); err != nil {
+				t.Fatalf("LOCK TABLES: %v", err)
+			}
+			ds.tableLock = c
+			return
+		}
 		tx, err := ds.ctl.Begin()
 		if err != nil {
 			t.Fatal(err)
@@ -219,6 +284,11 @@ func TestConformancePostgres(t *testing.T) {
 	sinktest.Run(t, harness(postgresDownstream, allFeatures))
 }
 
+func TestConformanceMySQL(t *testing.T) {
+	testenv.MySQL(t) // skip the whole suite at once, saying why, when there is none
+	sinktest.Run(t, harness(mysqlDownstream, allFeatures))
+}
+
 func msg(id string, value string) *pacer.Message {
 	return &pacer.Message{ID: id, Key: []byte("k"), Value: []byte(value), Topic: "t", Partition: 1, Offset: 7,
 		Headers: map[string]string{"tenant": "acme"}}
@@ -230,22 +300,19 @@ func deliver(s *Sink, msgs ...*pacer.Message) []pacer.Result {
 	return res
 }
 
-// eachDialect runs fn on SQLite, and on PostgreSQL when there is one.
+// eachDialect runs fn on SQLite, and on PostgreSQL and MySQL when there
+// are ones.
 func eachDialect(t *testing.T, fn func(t *testing.T, ds *downstream)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteDownstream(t)) })
 	t.Run("postgres", func(t *testing.T) { fn(t, postgresDownstream(t)) })
+	t.Run("mysql", func(t *testing.T) { fn(t, mysqlDownstream(t)) })
 }
 
 func TestArgsFromMessage(t *testing.T) {
 	eachDialect(t, func(t *testing.T, ds *downstream) {
 		custom := uniqueTable("args")
-		ph := func(n int) string {
-			if ds.dialect == Postgres {
-				return fmt.Sprintf("$%d", n)
-			}
-			return fmt.Sprintf("?%d", n)
-		}
-		if _, err := ds.ctl.Exec(`CREATE TABLE "` + custom + `" (id text PRIMARY KEY, n bigint, f double precision, ok boolean, name text, tenant text, obj text, part bigint, off bigint)`); err != nil {
+		ph := ds.ph
+		if _, err := ds.ctl.Exec(`CREATE TABLE "` + custom + `" (id ` + ds.textKey() + ` PRIMARY KEY, n bigint, f double precision, ok boolean, name text, tenant text, obj text, part bigint, off bigint)`); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = ds.ctl.Exec(`DROP TABLE "` + custom + `"`) })
@@ -254,7 +321,7 @@ func TestArgsFromMessage(t *testing.T) {
 			phs = append(phs, ph(i+1))
 		}
 		s := ds.sink(t, Config{
-			Statement: `INSERT INTO "` + custom + `" VALUES (` + strings.Join(phs, ",") + `)`,
+			Statement: `INSERT INTO ` + ds.q(custom) + ` VALUES (` + strings.Join(phs, ",") + `)`,
 			Args:      []string{"id", "json:n", "json:f", "json:ok", "json?:user.name", "headers.tenant", "json:obj", "partition", "offset"},
 		})
 		defer s.Close()
@@ -307,13 +374,13 @@ func TestBadInputIsPermanent(t *testing.T) {
 		}
 		// A type mismatch found by the database: text into an integer column.
 		typed := uniqueTable("typed")
-		if _, err := ds.ctl.Exec(`CREATE TABLE "` + typed + `" (id text PRIMARY KEY, n integer NOT NULL) ` +
+		if _, err := ds.ctl.Exec(`CREATE TABLE "` + typed + `" (id ` + ds.textKey() + ` PRIMARY KEY, n integer NOT NULL) ` +
 			map[Dialect]string{SQLite: "STRICT"}[ds.dialect]); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = ds.ctl.Exec(`DROP TABLE "` + typed + `"`) })
-		ph := map[Dialect]string{Postgres: "$1, $2", SQLite: "?1, ?2"}[ds.dialect]
-		ts := ds.sink(t, Config{Statement: `INSERT INTO "` + typed + `" VALUES (` + ph + `)`, Args: []string{"id", "json:n"}})
+		ph := ds.ph(1) + ", " + ds.ph(2)
+		ts := ds.sink(t, Config{Statement: `INSERT INTO ` + ds.q(typed) + ` VALUES (` + ph + `)`, Args: []string{"id", "json:n"}})
 		defer ts.Close()
 		res = deliver(ts, msg("ok", `{"n":3}`), msg("text", `{"n":"three"}`), msg("ok2", `{"n":4}`))
 		want := []pacer.Outcome{pacer.Delivered, pacer.Reject, pacer.Delivered}
@@ -323,7 +390,7 @@ func TestBadInputIsPermanent(t *testing.T) {
 			}
 		}
 		// Bad SQL: every message rejected, none retried forever.
-		bs := ds.sink(t, Config{Statement: `INSERT INTO "no_such_table_x" VALUES (` + ph + `)`, Args: []string{"id", "value"}})
+		bs := ds.sink(t, Config{Statement: `INSERT INTO ` + ds.q("no_such_table_x") + ` VALUES (` + ph + `)`, Args: []string{"id", "value"}})
 		defer bs.Close()
 		for _, n := range []int{1, 3} {
 			msgs := make([]*pacer.Message, n)
@@ -455,7 +522,10 @@ func TestClassify(t *testing.T) {
 func TestConfig(t *testing.T) {
 	dir := t.TempDir()
 	for _, cfg := range []Config{
-		{Driver: "mysql", DSN: "x"},
+		{Driver: "oracle", DSN: "x"},
+		{Driver: "mysql", DSN: "root@tcp(127.0.0.1:3306)"},
+		{Driver: "mysql", DSN: "mysql://root@127.0.0.1:3306"},
+		{Driver: "mysql", DSN: "root@tcp(127.0.0.1:3306)/test?sql_mode=%27ANSI_QUOTES%27"},
 		{Driver: "sqlite"},
 		{DSN: filepath.Join(dir, "a.db"), Table: "bad name"},
 		{DSN: filepath.Join(dir, "a.db"), Table: "a.b.c"},

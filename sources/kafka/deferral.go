@@ -2,12 +2,20 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/pacer-dev/pacer/pacer"
 )
+
+// ErrNoTopic is wrapped by the error of NewDeferral and CheckDeferralTopic
+// when the brokers do not hold the deferral topic.
+var ErrNoTopic = errors.New("kafka: topic does not exist")
 
 // Headers on a record republished to the deferral topic (beside the
 // original's own headers).
@@ -35,21 +43,71 @@ type DeferralConfig struct {
 // Source consumes the deferral topic within the same budget; a message
 // from it (Deferred) is not deferred again. Safe for concurrent use.
 type Deferral struct {
-	cfg DeferralConfig
-	p   sarama.SyncProducer
+	cfg    DeferralConfig
+	client sarama.Client
+	p      sarama.SyncProducer
 }
 
-// NewDeferral connects a producer.
+// NewDeferral connects a producer, once the brokers show that the topic
+// exists: a missing one is refused with its name (wrapping ErrNoTopic),
+// since the Source would otherwise fail to join its group for ever and
+// deliver nothing. An unreachable cluster wraps sarama.ErrOutOfBrokers.
 func NewDeferral(cfg DeferralConfig) (*Deferral, error) {
 	sc, err := cfg.producerConfig()
 	if err != nil {
 		return nil, err
 	}
-	p, err := sarama.NewSyncProducer(cfg.Brokers, sc)
+	client, err := sarama.NewClient(cfg.Brokers, sc)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: deferral producer: %w", err)
 	}
-	return &Deferral{cfg: cfg, p: p}, nil
+	if err := topicExists(client, cfg.Topic, cfg.Brokers); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	p, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("kafka: deferral producer: %w", err)
+	}
+	return &Deferral{cfg: cfg, client: client, p: p}, nil
+}
+
+// CheckDeferralTopic asks the brokers, each connection bounded by
+// timeout, whether the deferral topic exists: nil when it does, an error
+// wrapping ErrNoTopic (naming it) when it does not, one wrapping
+// sarama.ErrOutOfBrokers when no broker answered. It creates nothing.
+func CheckDeferralTopic(cfg DeferralConfig, timeout time.Duration) error {
+	sc, err := cfg.producerConfig()
+	if err != nil {
+		return err
+	}
+	sc.Net.DialTimeout, sc.Net.ReadTimeout, sc.Net.WriteTimeout = timeout, timeout, timeout
+	sc.Metadata.Retry.Max = 0
+	client, err := sarama.NewClient(cfg.Brokers, sc)
+	if err != nil {
+		return fmt.Errorf("kafka: checking deferral topic %q: %w", cfg.Topic, err)
+	}
+	defer client.Close()
+	return topicExists(client, cfg.Topic, cfg.Brokers)
+}
+
+// topicExists lists the cluster's topics (a metadata request for all of
+// them, which never creates one, unlike a request naming the topic on a
+// broker that creates topics on first use) and looks for topic.
+func topicExists(client sarama.Client, topic string, brokers []string) error {
+	if err := client.RefreshMetadata(); err != nil {
+		return fmt.Errorf("kafka: listing topics to find deferral topic %q: %w", topic, err)
+	}
+	topics, err := client.Topics()
+	if err != nil {
+		return fmt.Errorf("kafka: listing topics to find deferral topic %q: %w", topic, err)
+	}
+	if !slices.Contains(topics, topic) {
+		return fmt.Errorf("%w: deferral topic %q is not on the brokers (%s); create it (pacer republishes a hot key's excess to it and consumes it under the same group)",
+			ErrNoTopic, topic, strings.Join(brokers, ", "))
+	}
+	return nil
 }
 
 // CheckDeferral validates cfg as NewDeferral does, without connecting.
@@ -100,5 +158,7 @@ func (d *Deferral) Defer(ctx context.Context, m *pacer.Message) error {
 // Deferred reports whether m came from the deferral topic.
 func (d *Deferral) Deferred(m *pacer.Message) bool { return m.Topic == d.cfg.Topic }
 
-// Close closes the producer.
-func (d *Deferral) Close() error { return d.p.Close() }
+// Close closes the producer and its client.
+func (d *Deferral) Close() error {
+	return errors.Join(d.p.Close(), d.client.Close())
+}

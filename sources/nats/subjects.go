@@ -27,7 +27,11 @@ import (
 // single consumer does).
 //
 // Tenants are found in the stream (stream info, subjects matching
-// FilterSubject) at start and every DiscoverInterval; each gets the durable
+// FilterSubject) at start and every DiscoverInterval, and a new one at its
+// first message: a headers-only ordered consumer of new messages on
+// FilterSubject (subject and headers, no payload) names each tenant as it
+// appears, so its consumer starts at once rather than at the next
+// discovery. Each tenant gets the durable
 // Consumer+"_"+tenant (shared by every worker, like the single consumer),
 // removed by the server after ConsumerInactive without use. A message
 // without the key header gets its tenant as Message.Key, so fairness by
@@ -195,6 +199,12 @@ func (s *Source) runPerSubject(ctx context.Context, nc *nats.Conn, deliver func(
 		wg.Wait()
 		return fmt.Errorf("nats: per-subject discovery on stream %s: %w", s.cfg.Stream, err)
 	}
+	fresh, stopWatch := s.watchNewTenants(ctx, stream, func(key string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		_, ok := paths[key]
+		return ok
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -209,6 +219,15 @@ func (s *Source) runPerSubject(ctx context.Context, nc *nats.Conn, deliver func(
 	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
+		case key := <-fresh:
+			mu.Lock()
+			_, ok := paths[key]
+			mu.Unlock()
+			if !ok {
+				if err := start(key); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Warn("nats: per-subject consumer for a new tenant", "stream", s.cfg.Stream, "tenant", key, "err", err)
+				}
+			}
 		case <-t.C:
 			if err := discover(); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Warn("nats: per-subject discovery", "stream", s.cfg.Stream, "err", err)
@@ -216,6 +235,7 @@ func (s *Source) runPerSubject(ctx context.Context, nc *nats.Conn, deliver func(
 		}
 	}
 	t.Stop()
+	stopWatch()
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
@@ -244,6 +264,47 @@ func (s *Source) giveBackAll(ctx context.Context, local chan *tracked, deliver f
 			s.giveBack(tr)
 		default:
 			return
+		}
+	}
+}
+
+// watchNewTenants reports each tenant that is not known yet (known says)
+// as its first new message reaches the stream, through an ordered,
+// headers-only consumer of new messages on FilterSubject: it costs one
+// small message per published one and no payload. If it cannot start (no
+// permission, an old server) the periodic discovery alone finds tenants,
+// as before, and a WARN says so. stop ends it and waits for its handler to
+// return. A tenant it drops (the channel is full) is found by the next
+// discovery.
+func (s *Source) watchNewTenants(ctx context.Context, stream jetstream.Stream, known func(string) bool) (fresh <-chan string, stop func()) {
+	ch := make(chan string, 64)
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.cfg.FilterSubject},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+		HeadersOnly:    true,
+	})
+	var cc jetstream.ConsumeContext
+	if err == nil {
+		cc, err = cons.Consume(func(m jetstream.Msg) {
+			key := subjectToken(m.Subject(), s.cfg.SubjectToken)
+			if key == "" || known(key) {
+				return
+			}
+			select {
+			case ch <- key:
+			default:
+			}
+		})
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("nats: cannot watch for new tenants; they are found every discover interval", "stream", s.cfg.Stream, "interval", s.cfg.DiscoverInterval, "err", err)
+		return ch, func() {}
+	}
+	return ch, func() {
+		cc.Stop()
+		select {
+		case <-cc.Closed():
+		case <-time.After(5 * time.Second): // a server gone: nothing more will arrive
 		}
 	}
 }
