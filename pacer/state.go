@@ -159,6 +159,13 @@ func (e *Engine) snapshot(now time.Time) *algorithms.DualRateState {
 func (e *Engine) startState(ctx context.Context) (stop func()) {
 	store := e.cfg.State
 	if store == nil {
+		if e.sh.bucket != nil {
+			start := "starting with a full bucket (Shaping.StartEmpty false): a restart allows another burst"
+			if e.cfg.StartEmpty {
+				start = "starting with an empty bucket (Shaping.StartEmpty): a restart is no second burst"
+			}
+			e.log.Info("pacer: shaper state: none kept across restarts", "restore", start)
+		}
 		return func() {}
 	}
 	lctx, cancel := context.WithTimeout(ctx, e.cfg.StateInterval*4)

@@ -188,7 +188,10 @@ type Shaping struct {
 	QueueBytes ByteSize `yaml:"queue_bytes" json:"queue_bytes"`
 	// MaxInFlight bounds concurrent deliveries to the sink.
 	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
-	// StartEmpty starts the bucket with no tokens (no burst at start-up).
+	// StartEmpty starts the bucket with no tokens (no burst at start-up),
+	// when no state is restored (StateDir, StateKey). Default true: a
+	// restart (a crash loop, a rolling deploy) is then no second burst at
+	// the API; false gives a fresh worker a full burst at once.
 	StartEmpty bool `yaml:"start_empty" json:"start_empty"`
 	// Warmup ramps the rate linearly from a tenth to rate over this long
 	// after start-up (0: no ramp).
@@ -476,6 +479,7 @@ func Default() Config {
 			MaxWait:     DurationOrNone(pacer.DefaultMaxWait),
 			QueueSize:   pacer.DefaultQueueSize,
 			MaxInFlight: pacer.DefaultMaxInFlight,
+			StartEmpty:  true,
 			PerKey:      PerKey{Key: "key", MaxKeys: pacer.DefaultPerKeyMaxKeys, IdleTTL: Duration(pacer.DefaultPerKeyIdleTTL)},
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},
