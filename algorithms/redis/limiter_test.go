@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -664,4 +665,41 @@ func TestManyKeysPipelined(t *testing.T) {
 		t.Fatalf("stats %+v: want >= 400 script calls in far fewer round trips", st)
 	}
 	t.Logf("%d script calls in %d round trips", st.Calls, st.RoundTrips)
+}
+
+// TestLongKeysBounded: a per-key budget for a 60 KB key is kept under a
+// Redis key of bounded length (the key's SHA-256, algorithms.BoundKey), two
+// long keys that differ only at their end get budgets of their own, and the
+// in-process table keeps no 60 KB copy (3,000 such keys kept 180 MB).
+func TestLongKeysBounded(t *testing.T) {
+	e := newEnv(t)
+	l := newLimiter(t, e.cfg("longkeys", algorithms.PerSecond(1), 1))
+	ctx := context.Background()
+	a := bytes.Repeat([]byte("k"), 60<<10)
+	b := append(bytes.Repeat([]byte("k"), 60<<10-1), 'z')
+	for _, key := range [][]byte{a, b} {
+		if _, _, err := l.Take(ctx, key, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		l.ReserveKey(time.Now(), key, 1)
+	}
+	keys, err := e.client.Keys(ctx, e.srv.Prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 {
+		t.Errorf("Redis keys %d, want 2 (one per long key)", len(keys))
+	}
+	for _, k := range keys {
+		if len(k) > len(e.srv.Prefix)+200 {
+			t.Errorf("Redis key of %d bytes for a 60 KB key, want bounded", len(k))
+		}
+	}
+	l.mu.Lock()
+	for name := range l.keys {
+		if len(name) > algorithms.MaxKeyBytes+1 {
+			t.Errorf("bucket table keeps a %d-byte key", len(name))
+		}
+	}
+	l.mu.Unlock()
 }
