@@ -153,6 +153,7 @@ func TestCloseReturnsLease(t *testing.T) {
 	cfg := e.cfg("close", algorithms.Rate{Count: 10, Per: time.Hour}, 10)
 	cfg.Lease = time.Hour // lease up to burst/2 = 5
 	l := newLimiter(t, cfg)
+	fill(t, l, nil)
 	// Reserve(2) leaves 3 of 5: not below half the lease, so no prefetch
 	// refill runs behind the checks below.
 	if !reserveWithin(l, nil, 2, 5*time.Second) {
@@ -194,6 +195,10 @@ func TestPerKey(t *testing.T) {
 	cfg := e.cfg("tenant", algorithms.Rate{Count: 5, Per: time.Hour}, 5)
 	cfg.Lease = time.Hour
 	a, b := newLimiter(t, cfg), newLimiter(t, cfg)
+	for _, k := range []string{"t1", "t2", "odd{key}\n"} {
+		fill(t, a, []byte(k))
+	}
+	fill(t, a, nil)
 	for i := 0; i < 5; i++ {
 		if !reserveWithin(a, []byte("t1"), 1, 5*time.Second) {
 			t.Fatalf("a: key t1 admission %d refused", i)
@@ -595,8 +600,8 @@ func TestReserveDoesNotWaitForRedis(t *testing.T) {
 	}
 }
 
-// TestSetRateBurst: a new burst applies to the next script call (a missing
-// key is a full bucket of the new size) and to the lease bound; invalid
+// TestSetRateBurst: a new burst applies to the next script call (a bucket
+// filled after it holds the new size) and to the lease bound; invalid
 // values are refused and change nothing.
 func TestSetRateBurst(t *testing.T) {
 	e := newEnv(t)
@@ -622,9 +627,10 @@ func TestSetRateBurst(t *testing.T) {
 	if got := l.MaxLease(); got != 3 {
 		t.Fatalf("MaxLease() after SetBurst(6) at 10/h with a 1h lease = %d want 3", got)
 	}
+	fill(t, l, nil)
 	got, _, err := l.Take(context.Background(), nil, 10, false)
 	if err != nil || got != 6 {
-		t.Fatalf("Take(10) from a fresh bucket after SetBurst(6) = %d, %v; want 6", got, err)
+		t.Fatalf("Take(10) from a full bucket after SetBurst(6) = %d, %v; want 6", got, err)
 	}
 	if _, ok := l.Reserve(now, 7); ok {
 		t.Fatalf("Reserve(7) > burst 6 admitted")
@@ -649,7 +655,12 @@ func TestManyKeysPipelined(t *testing.T) {
 		keys := make([][]byte, 200)
 		for i := range keys {
 			keys[i] = fmt.Appendf(nil, "r%d-k%d", round, i)
-			l.ReserveKey(time.Now(), keys[i], 1) // queue them all
+		}
+		for _, k := range keys {
+			fill(t, l, k)
+		}
+		for _, k := range keys {
+			l.ReserveKey(time.Now(), k, 1) // queue them all
 		}
 		for i, k := range keys {
 			if !reserveWithin(l, k, 1, 5*time.Second) {
