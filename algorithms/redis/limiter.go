@@ -685,6 +685,32 @@ func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (gran
 	return res.granted, res.wait, nil
 }
 
+// Give adds n tokens to the shared budget (key nil) or to key's budget,
+// never above its burst, bypassing the lease: for tools and tests that
+// want a budget to start full (a missing budget key is an empty bucket).
+func (l *Limiter) Give(ctx context.Context, key []byte, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if key != nil {
+		key = boundKey(key)
+	}
+	l.mu.Lock()
+	closed, k, u := l.closed, l.redisKey(key), l.u
+	l.st.Calls++
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if _, err := runScript(ctx, l.client, k, u, -n, 0); err != nil {
+		l.mu.Lock()
+		l.st.Errors++
+		l.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
 // Close stops the background goroutine and gives every unused lease token
 // back to Redis (bounded by ctx), then closes the client if New created it.
 // Reserve refuses after Close. Idempotent: later calls return nil.
