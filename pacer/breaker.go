@@ -479,7 +479,7 @@ func (e *Engine) hold(it *item, now time.Time) {
 		b.handBack(old.m.ID, old.seen)
 		e.handBack(old, b.cfg.ProbeMax)
 	}
-	if e.queued() > 0 || e.inflight.Load() > 0 {
+	if e.freshWaiting() {
 		return // a newer message will be the next probe
 	}
 	// Every message in memory is a suspect.
@@ -507,13 +507,34 @@ func (e *Engine) stepAside(grp []*item, now time.Time) bool {
 			return false
 		}
 	}
-	if e.queued() == 0 && e.inflight.Load() == 0 {
+	if !e.freshWaiting() {
 		return false
 	}
 	for _, it := range grp {
 		e.delayed.push(it, now.Add(e.brk.cfg.ProbeMax))
 	}
 	return true
+}
+
+// freshWaiting reports whether a message that is not a suspect can be
+// delivered next: one queued, or one taken (in flight, or waiting for a
+// retry) and not parked behind a busy key (OrderKey), whose owner may be
+// a suspect itself.
+func (e *Engine) freshWaiting() bool {
+	if e.queued() > 0 {
+		return true
+	}
+	n := e.inflight.Load()
+	if n == 0 || e.keys == nil {
+		return n > 0
+	}
+	e.keyMu.Lock()
+	parked := 0
+	for _, q := range e.keys {
+		parked += len(q)
+	}
+	e.keyMu.Unlock()
+	return n > int64(parked)
 }
 
 // probeMissed tells the breaker a probe delivered nothing; it escalates the
