@@ -83,7 +83,10 @@ type BreakerConfig struct {
 	Window int
 	Ratio  float64
 	// ProbeInitial is the wait before the first probe after a trip, doubled
-	// after each failed probe up to ProbeMax; 0: 1s and 1m.
+	// after each failed probe of a held message or with a systemic class up
+	// to ProbeMax (a newer message failing otherwise waits ProbeInitial for
+	// the next); 0: 1s and 1m. ProbeMax is also how long a held message
+	// steps aside for newer ones, and the Nak delay of one handed back.
 	ProbeInitial, ProbeMax time.Duration
 	// Systemic lists extra failure classes that trip the breaker at once
 	// (besides those the sink reports as systemic).

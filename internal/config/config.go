@@ -415,7 +415,9 @@ type Breaker struct {
 	Window int     `yaml:"window" json:"window"`
 	Ratio  float64 `yaml:"ratio" json:"ratio"`
 	// ProbeInitial is the wait before the first probe, doubled after each
-	// failed probe up to ProbeMax (defaults 1s and 1m).
+	// failed probe of a held message (or with a systemic class) up to
+	// ProbeMax; a newer message that fails otherwise waits ProbeInitial for
+	// the next (defaults 1s and 1m).
 	ProbeInitial Duration `yaml:"probe_initial" json:"probe_initial"`
 	ProbeMax     Duration `yaml:"probe_max" json:"probe_max"`
 	// Systemic lists more failure classes that trip it at once
