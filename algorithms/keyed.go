@@ -27,7 +27,10 @@ type KeyedConfig struct {
 //
 // Guarantee: isolation. A key's decisions depend only on that key's own
 // requests: one hot key cannot take another key's budget. Memory is bounded
-// by MaxKeys.
+// by MaxKeys entries of at most MaxKeyBytes+1 key bytes each: a key longer
+// than MaxKeyBytes is held by its SHA-256 digest (see BoundKey), so 10,000
+// keys of any length cost a few megabytes (a DualRate, the entry and at
+// most 65 key bytes: about 400 bytes a key, BenchmarkKeyedLongKeys).
 //
 // Full-table policy: when a new key arrives and the table is full, keys idle
 // for IdleTTL or more are evicted first; if none is, the new key is refused
@@ -95,6 +98,8 @@ func (k *Keyed) evictIdle(t int64) {
 // ReserveKey asks key's limiter for n permits at now (see Limiter). A new
 // key is added when there is room (see the full-table policy).
 func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, bool) {
+	var kb KeyBuf
+	key = BoundKey(key, &kb)
 	t := unixNano(now)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -129,6 +134,8 @@ func (k *Keyed) ReserveKey(now time.Time, key []byte, n int) (time.Duration, boo
 // is unchanged); +Inf when the limiter does not read its tokens, 0 when New
 // fails.
 func (k *Keyed) TokensKey(now time.Time, key []byte) float64 {
+	var kb KeyBuf
+	key = BoundKey(key, &kb)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var lim Limiter
@@ -147,6 +154,8 @@ func (k *Keyed) TokensKey(now time.Time, key []byte) float64 {
 
 // CancelKey gives back n permits to key's limiter (no-op for an unknown key).
 func (k *Keyed) CancelKey(now time.Time, key []byte, n int) {
+	var kb KeyBuf
+	key = BoundKey(key, &kb)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if e, ok := k.m[string(key)]; ok {

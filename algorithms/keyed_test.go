@@ -1,9 +1,12 @@
 package algorithms
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -117,4 +120,98 @@ func TestKeyedBoundedMemory(t *testing.T) {
 			t.Fatalf("Len = %d > MaxKeys", k.Len())
 		}
 	}
+}
+
+// TestKeyedLongKeysBoundedBytes: 3,000 distinct 60 KB keys (the issue's
+// figure: 227 MB of heap kept after delivery, within MaxKeys) are held by
+// their digests: the table keeps well under 2 KB a key (measured about
+// 0.4 KB), not the 60 KB of each key.
+func TestKeyedLongKeysBoundedBytes(t *testing.T) {
+	const n, size = 3000, 60 << 10
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 10000, IdleTTL: time.Hour, New: bucketFactory(PerSecond(1), 1)}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, size) // one buffer: the test itself keeps no key
+	for i := range n {
+		binary.BigEndian.PutUint32(key[size-4:], uint32(i))
+		if _, ok := k.ReserveKey(t0, key, 1); !ok {
+			t.Fatalf("key %d refused", i)
+		}
+	}
+	if k.Len() != n {
+		t.Fatalf("Len = %d want %d", k.Len(), n)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	perKey := (float64(ms.HeapAlloc) - float64(before)) / n
+	runtime.KeepAlive(k)
+	runtime.KeepAlive(key)
+	t.Logf("retained %.0f bytes per %d-byte key", perKey, size)
+	if perKey > 2048 {
+		t.Errorf("retained %.0f bytes per key, want <= 2048 (keys longer than %d bytes held by their digest)", perKey, MaxKeyBytes)
+	}
+}
+
+// TestKeyedLongKeysIsolated: long keys that differ only past the first
+// MaxKeyBytes bytes, or only in length, get limiters of their own; the same
+// long key always finds its own; a short key never lands on a long key's
+// digest form.
+func TestKeyedLongKeysIsolated(t *testing.T) {
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 10, New: bucketFactory(PerSecond(1), 1)}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := bytes.Repeat([]byte("a"), 100)
+	b := append(bytes.Repeat([]byte("a"), 99), 'b')
+	c := bytes.Repeat([]byte("a"), 101)
+	var kb KeyBuf
+	short := append([]byte(nil), BoundKey(a, &kb)[:MaxKeyBytes]...) // a's digest form, cut to a short key
+	for _, tt := range []struct {
+		name string
+		key  []byte
+		ok   bool
+	}{
+		{"a, first", a, true},
+		{"a again: its own limiter, spent", a, false},
+		{"b (same first 99 bytes)", b, true},
+		{"c (a longer)", c, true},
+		{"a short key like a's digest form", short, true},
+		{"b again: spent", b, false},
+	} {
+		if _, ok := k.ReserveKey(t0, tt.key, 1); ok != tt.ok {
+			t.Errorf("%s: ReserveKey ok = %v want %v", tt.name, ok, tt.ok)
+		}
+	}
+	if got := len(BoundKey(a, &kb)); got != MaxKeyBytes+1 {
+		t.Errorf("bounded key length %d want %d", got, MaxKeyBytes+1)
+	}
+}
+
+// BenchmarkKeyedLongKeys: a decision for a 60 KB key (hashed) and the
+// bytes a table of such keys keeps per key (B/key).
+func BenchmarkKeyedLongKeys(b *testing.B) {
+	k, err := NewKeyed(KeyedConfig{MaxKeys: 1 << 20, New: bucketFactory(PerSecond(1e6), 1e6)}, t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := make([]byte, 60<<10)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		binary.BigEndian.PutUint32(key[len(key)-4:], uint32(i))
+		k.ReserveKey(t0, key, 1)
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric((float64(ms.HeapAlloc)-float64(before))/float64(k.Len()), "B/key")
+	runtime.KeepAlive(k)
 }

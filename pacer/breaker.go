@@ -30,13 +30,31 @@ import (
 //
 // Tripped (open), the engine dead-letters nothing: it pauses the source
 // (PauseBroken), reports not ready with the cause, logs one ERROR, and holds
-// the failing messages (their attempts made while open do not count against
-// RetryConfig). It then delivers one message (or batch) at a time, a probe,
-// spaced by a backoff from ProbeInitial doubling up to ProbeMax. The first
-// delivery that succeeds closes the breaker: the source resumes and the held
-// messages are retried normally. A held message that fails for good again
-// after a success proved the pipeline sound is a bad message after all and
-// is dead-lettered.
+// the failing messages, the suspects (their attempts made while open do not
+// count against RetryConfig). It then delivers one message (or batch) at a
+// time, a probe. The first delivery that succeeds closes the breaker: the
+// source resumes and the held messages are retried at once. A held message
+// that fails for good again after a success proved the pipeline sound is a
+// bad message after all and is dead-lettered.
+//
+// A run of bad messages is not a broken pipeline. Ten distinct messages
+// refused in a row (a producer deploy that sends a run of them) look like
+// an API that refuses everything until a newer message is tried, so a probe
+// is a message that is not a suspect whenever there is one: the suspects
+// hold no delivery slot (a worker can take the next message from the queue
+// while they wait) and step aside while a newer message is queued or in
+// flight. A probe of a newer message that fails with a class that is not
+// systemic waits ProbeInitial for the next; a probe of a suspect, or a
+// systemic class, doubles the wait up to ProbeMax. When every message in
+// memory is a suspect and the trip was not systemic, the source is resumed
+// (the queue's bound still applies) so newer messages can probe; suspects
+// beyond QueueSize + MaxInFlight*BatchSize are handed back to the source
+// (Nak, redelivered after ProbeMax), so memory stays within twice the
+// engine's bound. So a run of 40 rejected messages followed by good ones
+// dead-letters the 40 and delivers the rest with no operator, while a
+// failure that hits every message (401, a missing table, 500 for each)
+// keeps every message held. With a systemic trip the source stays paused
+// and the suspects are probed themselves once nothing newer is left.
 //
 // Failures of an unknown class (an error the sink does not classify, class
 // "") never trip the breaker: a sink opts in by implementing
@@ -65,7 +83,10 @@ type BreakerConfig struct {
 	Window int
 	Ratio  float64
 	// ProbeInitial is the wait before the first probe after a trip, doubled
-	// after each failed probe up to ProbeMax; 0: 1s and 1m.
+	// after each failed probe of a held message or with a systemic class up
+	// to ProbeMax (a newer message failing otherwise waits ProbeInitial for
+	// the next); 0: 1s and 1m. ProbeMax is also how long a held message
+	// steps aside for newer ones, and the Nak delay of one handed back.
 	ProbeInitial, ProbeMax time.Duration
 	// Systemic lists extra failure classes that trip the breaker at once
 	// (besides those the sink reports as systemic).
@@ -127,6 +148,8 @@ type breaker struct {
 	systemic map[string]bool
 
 	outcomes  atomic.Uint64 // deliveries and permanent failures seen
+	suspects  atomic.Int64  // messages held (suspect) and not settled
+	maxHeld   int64         // suspects kept in memory; more are handed back
 	successes atomic.Uint64 // deliveries seen
 	streakN   atomic.Int64  // length of the current run of one failure class
 	open      atomic.Bool
@@ -139,14 +162,22 @@ type breaker struct {
 	cause       string // redacted error text
 	since       time.Time
 	probes      int
+	level       int  // doublings of the probe wait
+	sys         bool // open on a systemic class (or a probe failed with one)
+	walking     bool // the source was resumed for newer messages to probe
+	// handed maps the IDs of suspects handed back to the source (at most
+	// maxHeld, oldest forgotten first) to the successes seen when they
+	// were held: one that fails again after a success is dead-lettered.
+	handed      map[string]uint64
+	handedOrder []string
 	nextProbe   time.Time
 	trips       uint64
 	resets      uint64
 	wake        chan struct{} // closed when the breaker closes
 }
 
-func newBreaker(c BreakerConfig) *breaker {
-	b := &breaker{cfg: c, systemic: make(map[string]bool), cur: map[string]int{}, prev: map[string]int{}}
+func newBreaker(c BreakerConfig, maxHeld int64) *breaker {
+	b := &breaker{cfg: c, maxHeld: maxHeld, systemic: make(map[string]bool), cur: map[string]int{}, prev: map[string]int{}}
 	for _, s := range c.Systemic {
 		b.systemic[s] = true
 	}
@@ -179,8 +210,11 @@ func (b *breaker) succeed() (closed bool, probes int, since time.Time, class str
 	b.open.Store(false)
 	close(b.wake)
 	b.wake = nil
+	// The pipeline works: the next trip needs new evidence.
+	clear(b.cur)
+	clear(b.prev)
 	probes, since, class = b.probes, b.since, b.class
-	b.class, b.cause, b.since, b.probes, b.nextProbe = "", "", time.Time{}, 0, time.Time{}
+	b.clearOpen()
 	return true, probes, since, class
 }
 
@@ -192,6 +226,7 @@ func (b *breaker) fail(now time.Time, class string, systemic bool, err error) (o
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.open.Load() {
+		b.sys = b.sys || systemic || b.systemic[class]
 		return true, nil
 	}
 	if class == "" {
@@ -232,14 +267,22 @@ func (b *breaker) fail(now time.Time, class string, systemic bool, err error) (o
 	b.class = class
 	b.cause = truncate(redact.Error(err), 300)
 	b.since = now
-	b.probes = 0
+	b.probes, b.level, b.sys, b.walking = 0, 0, systemic, false
 	b.nextProbe = now.Add(b.cfg.ProbeInitial)
 	return true, &trip{class: class, cause: b.cause, count: max(streak, int(inWindow)), systemic: systemic, nextProbe: b.nextProbe}
 }
 
+// clearOpen forgets what the open breaker knew (b.mu held).
+func (b *breaker) clearOpen() {
+	b.class, b.cause, b.since, b.probes, b.nextProbe = "", "", time.Time{}, 0, time.Time{}
+	b.level, b.sys, b.walking = 0, false, false
+}
+
 // probeFailed records that a probe did not deliver, and schedules the next
-// one. It returns when that is.
-func (b *breaker) probeFailed(now time.Time) time.Time {
+// one: ProbeInitial later after a newer message failed with a class that
+// is not systemic (escalate false), else a wait doubled from ProbeInitial
+// up to ProbeMax. It returns when that is.
+func (b *breaker) probeFailed(now time.Time, escalate bool) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.open.Load() {
@@ -247,11 +290,67 @@ func (b *breaker) probeFailed(now time.Time) time.Time {
 	}
 	b.probes++
 	d := b.cfg.ProbeInitial
-	for i := 0; i < b.probes && d < b.cfg.ProbeMax; i++ {
-		d *= 2
+	if escalate {
+		b.level++
+		for i := 0; i < b.level && d < b.cfg.ProbeMax; i++ {
+			d *= 2
+		}
 	}
 	b.nextProbe = now.Add(min(d, b.cfg.ProbeMax))
 	return b.nextProbe
+}
+
+// walk reports whether the source should be resumed for newer messages to
+// probe (open, not systemic), and whether this is the first time in this
+// trip (to log it once).
+func (b *breaker) walk() (resume, first bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open.Load() || b.sys {
+		return false, false
+	}
+	first = !b.walking
+	b.walking = true
+	return true, first
+}
+
+// handBack remembers a suspect handed back to the source.
+func (b *breaker) handBack(id string, seen uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.handed == nil {
+		b.handed = make(map[string]uint64)
+	}
+	if _, ok := b.handed[id]; !ok {
+		b.handedOrder = append(b.handedOrder, id)
+	}
+	b.handed[id] = seen
+	for int64(len(b.handedOrder)) > b.maxHeld {
+		delete(b.handed, b.handedOrder[0])
+		b.handedOrder = b.handedOrder[1:]
+	}
+}
+
+// provenBad reports whether id is a suspect handed back to the source and
+// a delivery has succeeded since it was held (and forgets it then).
+func (b *breaker) provenBad(id string) bool {
+	if b.open.Load() {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen, ok := b.handed[id]
+	if !ok || b.successes.Load() <= seen {
+		return false
+	}
+	delete(b.handed, id)
+	return true
+}
+
+// isSystemic reports whether class is systemic by the sink's word or the
+// configuration.
+func (b *breaker) isSystemic(class string, systemic bool) bool {
+	return systemic || (class != "" && b.systemic[class])
 }
 
 // probeAt returns whether the breaker is open, when the next probe may go,
@@ -285,7 +384,7 @@ func (b *breaker) reset() (was bool, class string, since time.Time) {
 	close(b.wake)
 	b.wake = nil
 	class, since = b.class, b.since
-	b.class, b.cause, b.since, b.probes, b.nextProbe = "", "", time.Time{}, 0, time.Time{}
+	b.clearOpen()
 	b.resets++
 	return true, class, since
 }
@@ -328,6 +427,9 @@ func (e *Engine) permanentFailure(it *item, err error, now time.Time) bool {
 		// works, so this message is bad on its own.
 		return false
 	}
+	if !it.suspect && b.provenBad(it.m.ID) {
+		return false // the same, for one handed back and delivered again
+	}
 	class, systemic := e.classify(err)
 	if now.IsZero() {
 		now = e.clock.Now()
@@ -356,16 +458,116 @@ func (e *Engine) hold(it *item, now time.Time) {
 		e.handBack(it, 0)
 		return
 	}
+	b := e.brk
 	e.stats.held.Add(1)
-	it.suspect = true
-	it.seen = e.brk.successes.Load()
+	if !it.suspect {
+		it.suspect = true
+		b.suspects.Add(1)
+	}
+	it.seen = b.successes.Load()
 	it.base = it.m.Attempt
 	it.first = time.Time{}
-	_, at, _ := e.brk.probeAt()
-	if at.Before(now) {
-		at = now
+	if it.held {
+		// A suspect holds no slot: the next message can be taken.
+		it.held = false
+		e.inflight.Add(-1)
+		e.releaseSlot()
 	}
-	e.delayed.push(it, at)
+	e.delayed.push(it, now.Add(b.cfg.ProbeMax)) // parked: newer messages probe first
+	for b.suspects.Load() > b.maxHeld {
+		old := e.delayed.takeSuspect()
+		if old == nil {
+			break
+		}
+		b.handBack(old.m.ID, old.seen)
+		e.handBack(old, b.cfg.ProbeMax)
+	}
+	if e.freshWaiting() {
+		return // a newer message will be the next probe
+	}
+	// Every message in memory is a suspect.
+	if resume, first := b.walk(); resume && !e.srcDone.Load() {
+		if first {
+			e.log.Info("pacer: every message in memory is held by the breaker; resuming the source so newer messages can probe (a run of bad messages is told from a broken pipeline by whether newer messages succeed)",
+				"held", b.suspects.Load())
+		}
+		e.pause.clear(PauseBroken)
+	}
+	if _, at, _ := b.probeAt(); !at.IsZero() {
+		if at.Before(now) {
+			at = now
+		}
+		e.delayed.unparkSuspect(at)
+	}
+}
+
+// stepAside parks grp again when it holds only suspects while a newer
+// message is queued or in flight (that one probes first). It reports
+// whether it did.
+func (e *Engine) stepAside(grp []*item, now time.Time) bool {
+	for _, it := range grp {
+		if !it.suspect {
+			return false
+		}
+	}
+	if !e.freshWaiting() {
+		return false
+	}
+	for _, it := range grp {
+		e.delayed.push(it, now.Add(e.brk.cfg.ProbeMax))
+	}
+	return true
+}
+
+// freshWaiting reports whether a message that is not a suspect can be
+// delivered next: one queued, or one taken (in flight, or waiting for a
+// retry) and not parked behind a busy key (OrderKey), whose owner may be
+// a suspect itself.
+func (e *Engine) freshWaiting() bool {
+	if e.queued() > 0 {
+		return true
+	}
+	n := e.inflight.Load()
+	if n == 0 || e.keys == nil {
+		return n > 0
+	}
+	e.keyMu.Lock()
+	parked := 0
+	for _, q := range e.keys {
+		parked += len(q)
+	}
+	e.keyMu.Unlock()
+	return n > int64(parked)
+}
+
+// probeMissed tells the breaker a probe delivered nothing; it escalates the
+// probe backoff when the probe was a suspect or failed with a systemic
+// class.
+func (e *Engine) probeMissed(items []*item, results []Result, now time.Time) {
+	escalate := false
+	for i, it := range items {
+		if it.suspect || e.brk.isSystemic(e.classify(results[i].Err)) {
+			escalate = true
+			break
+		}
+	}
+	e.brk.probeFailed(now, escalate)
+}
+
+// suspectSettled is settle's part for a suspect.
+func (e *Engine) suspectSettled(it *item) {
+	if it.suspect && e.brk != nil {
+		e.brk.suspects.Add(-1)
+	}
+}
+
+// handBackDelay is the Nak delay of an item still waiting when the engine
+// stops: what is left of its wait, none for a parked suspect.
+func handBackDelay(it *item, now time.Time) time.Duration {
+	if it.suspect {
+		return 0
+	}
+	return max(0, it.due.Sub(now))
 }
 
 // delivered tells the breaker about a delivery; if it closes the breaker,
@@ -380,6 +582,7 @@ func (e *Engine) breakerDelivered() {
 		return
 	}
 	e.pause.clear(PauseBroken)
+	e.delayed.dueNow(e.clock.Now(), true) // the suspects go again now
 	e.log.Info("pacer: a delivery succeeded: the pipeline works again; resuming the source",
 		"class", class, "probes", probes, "open_for", e.clock.Now().Sub(since).Round(time.Millisecond).String())
 }
@@ -465,6 +668,48 @@ func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {
 }
 
 func (e *Engine) endProbe() { <-e.probeSem }
+
+// takeSuspect removes and returns the oldest parked suspect (nil: none).
+func (q *delayQueue) takeSuspect() *item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k := -1
+	for i, it := range q.h {
+		if it.suspect && (k < 0 || it.seq < q.h[k].seq) {
+			k = i
+		}
+	}
+	if k < 0 {
+		return nil
+	}
+	it := heap.Remove(&q.h, k).(*item)
+	q.n.Add(-1)
+	return it
+}
+
+// unparkSuspect brings the oldest parked suspect forward to at, to be the
+// next probe when nothing newer is left.
+func (q *delayQueue) unparkSuspect(at time.Time) {
+	q.mu.Lock()
+	k := -1
+	for i, it := range q.h {
+		if it.suspect && it.due.After(at) && (k < 0 || it.seq < q.h[k].seq) {
+			k = i
+		}
+	}
+	if k >= 0 {
+		q.h[k].due = at
+		heap.Fix(&q.h, k)
+	}
+	q.mu.Unlock()
+	if k >= 0 {
+		q.signal()
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // breakerError is what Ready reports while the breaker is open.
 func (e *Engine) breakerError() error {

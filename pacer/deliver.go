@@ -65,7 +65,7 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		if end.IsZero() {
 			end = e.clock.Now()
 		}
-		e.brk.probeFailed(end)
+		e.probeMissed(items, results, end)
 	}
 	for _, h := range e.hooks.deliver {
 		h.AfterDeliver(ctx, msgs, results)

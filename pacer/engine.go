@@ -171,7 +171,7 @@ func New(cfg Config) (*Engine, error) {
 	e.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
 	if !cfg.Breaker.Disabled {
-		e.brk = newBreaker(cfg.Breaker)
+		e.brk = newBreaker(cfg.Breaker, int64(cfg.QueueSize)+e.slots)
 	}
 	e.pause.hooks = e.hooks.paused
 	return e, nil
@@ -498,7 +498,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.handBack(it, 0)
 		}
 		for _, it := range dr {
-			e.handBack(it, max(0, it.due.Sub(now)))
+			e.handBack(it, handBackDelay(it, now))
 		}
 	}
 	e.flushDeadLetterLog()

@@ -47,6 +47,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 		e.releaseKey(it)
 	}
 	held := it.held
+	e.suspectSettled(it)
 	e.putItem(it)
 	if held {
 		e.inflight.Add(-1)

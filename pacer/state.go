@@ -78,7 +78,7 @@ func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
 		lim.Restore(now, algorithms.DualRateState{At: now})
 		return "no saved state: starting with an empty bucket"
 	case s.Clean:
-		lim.Restore(now, *s.Bucket)
+		lim.Restore(now, e.clampFuture(now, *s.Bucket))
 		return "restored the state of a clean stop"
 	default:
 		dead := s.Until
@@ -86,15 +86,55 @@ func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
 			dead = now
 		}
 		st := algorithms.DualRateState{At: dead, Next: s.Bucket.Next}
-		if p := e.cfg.Peak; p != (algorithms.Rate{}) {
-			gap := time.Duration(float64(e.cfg.BatchSize) * float64(p.Per) / float64(p.Count))
+		if gap := e.peakGap(); gap > 0 {
 			if nx := dead.Add(gap); nx.After(st.Next) {
 				st.Next = nx
 			}
 		}
-		lim.Restore(now, st)
+		lim.Restore(now, e.clampFuture(now, st))
 		return "restored after a crash: empty bucket from when the previous worker may have stopped"
 	}
+}
+
+// peakGap is one batch's peak interval (0 without a peak).
+func (e *Engine) peakGap() time.Duration {
+	p := e.cfg.Peak
+	if p == (algorithms.Rate{}) {
+		return 0
+	}
+	return time.Duration(float64(e.cfg.BatchSize) * float64(p.Per) / float64(p.Count))
+}
+
+// clampFuture bounds a saved state that only a clock stepped back (NTP, a
+// restored VM snapshot) or a corrupt save can produce, to what the
+// configuration allows at now: at most one burst of debt (the bucket empty
+// at now, never below) and one peak interval (the next departure no later
+// than now plus one batch's peak interval). Without the clamp a next
+// departure saved an hour ahead stalled delivery for that hour, and tokens
+// of -1e12 for decades, while the worker reported ready; and since the
+// stalled shaper is what the next save records, a restart kept the stall.
+// A clamp is logged at WARN with the saved and the clamped values; the
+// clamped state is what the shaper holds, so it is what is saved next.
+func (e *Engine) clampFuture(now time.Time, s algorithms.DualRateState) algorithms.DualRateState {
+	out := s
+	var why []any
+	if r := e.cfg.Rate; r != (algorithms.Rate{}) && r.Count > 0 && r.Per > 0 {
+		elapsed := max(0, now.Sub(s.At))
+		if x := s.Tokens + float64(elapsed)*float64(r.Count)/float64(r.Per); x < 0 {
+			out.At, out.Tokens = now, 0
+			why = append(why, "saved_tokens", s.Tokens, "saved_at", s.At, "tokens_now", x, "clamped_tokens", 0.0)
+		}
+	}
+	if gap := e.peakGap(); gap > 0 && !s.Next.IsZero() {
+		if lim := now.Add(gap); s.Next.After(lim) {
+			out.Next = lim
+			why = append(why, "saved_next", s.Next, "ahead_by", s.Next.Sub(now).String(), "clamped_next", lim)
+		}
+	}
+	if why != nil {
+		e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(why, "now", now)...)
+	}
+	return out
 }
 
 // snapshot is the bucket stage's state at now (nil when unlimited).
@@ -119,6 +159,13 @@ func (e *Engine) snapshot(now time.Time) *algorithms.DualRateState {
 func (e *Engine) startState(ctx context.Context) (stop func()) {
 	store := e.cfg.State
 	if store == nil {
+		if e.sh.bucket != nil {
+			start := "starting with a full bucket (Shaping.StartEmpty false): a restart allows another burst"
+			if e.cfg.StartEmpty {
+				start = "starting with an empty bucket (Shaping.StartEmpty): a restart is no second burst"
+			}
+			e.log.Info("pacer: shaper state: none kept across restarts", "restore", start)
+		}
 		return func() {}
 	}
 	lctx, cancel := context.WithTimeout(ctx, e.cfg.StateInterval*4)

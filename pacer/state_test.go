@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -330,4 +332,75 @@ func TestStateAdmitsNothingPastTheLastSavedUntil(t *testing.T) {
 		}
 		t.Logf("admitted %d in all, %d after the save landed", len(rec.times()), after)
 	})
+}
+
+// A state saved before the clock stepped back (NTP, a restored VM snapshot)
+// lies in the future: its peak departure an hour ahead stalled delivery for
+// that hour, and tokens of -1e12 for decades, while the worker reported
+// ready; and the next save recorded the stall again. Restored, it is
+// clamped: delivery starts within one peak interval (next) and within one
+// burst's refill (tokens), a WARN names the values, and the first save
+// after the start holds the clamped state, not the future one.
+func TestStateFromTheFutureIsClamped(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		bucket func(now time.Time) algorithms.DualRateState
+		clean  bool
+		within time.Duration // first admission at most this after the start
+		field  string        // in the WARN line
+	}{
+		{"peak next an hour ahead, clean stop", func(now time.Time) algorithms.DualRateState {
+			return algorithms.DualRateState{At: now.Add(time.Hour), Tokens: 10, Next: now.Add(time.Hour)}
+		}, true, 10 * time.Millisecond, "saved_next"},
+		{"peak next an hour ahead, crash", func(now time.Time) algorithms.DualRateState {
+			return algorithms.DualRateState{At: now.Add(time.Hour), Tokens: 10, Next: now.Add(time.Hour)}
+		}, false, 100 * time.Millisecond, "saved_next"}, // a crash restores an empty bucket: one token at 10/s
+		{"tokens -1e12", func(now time.Time) algorithms.DualRateState {
+			return algorithms.DualRateState{At: now.Add(-time.Second), Tokens: -1e12, Next: now}
+		}, true, time.Second, "saved_tokens"}, // one burst (10) at 10/s
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				now := time.Now()
+				store := &memState{}
+				b := tt.bucket(now)
+				store.Save(context.Background(), pacer.ShaperState{SavedAt: b.At, Until: b.At, Clean: tt.clean, Bucket: &b})
+				store.saves = nil
+				msgs := pacertest.Messages(20)
+				pacertest.NewLedger().Attach(msgs)
+				rec := &recorder{}
+				log := &lockedBuf{}
+				e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(msgs), Sink: &pacertest.Sink{},
+					MaxInFlight: 4, Hooks: pacer.Hooks{rec}, State: store, Shaping: stateShaping,
+					Logger: slog.New(slog.NewTextHandler(log, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := e.Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				a := rec.times()
+				if len(a) != 20 {
+					t.Fatalf("admitted %d of 20 in 10s", len(a))
+				}
+				if got := a[0].Sub(now); got > tt.within {
+					t.Errorf("first admission at +%v, want within %v", got, tt.within)
+				}
+				if err := checkEnvelope(a, 10, 10); err != nil {
+					t.Errorf("after the clamp: %v", err)
+				}
+				if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), tt.field) {
+					t.Errorf("no WARN naming %s:\n%s", tt.field, log)
+				}
+				store.mu.Lock()
+				first := store.saves[0]
+				store.mu.Unlock()
+				if fb := first.Bucket; fb == nil || fb.Next.After(now.Add(10*time.Millisecond)) || fb.Tokens < -1 {
+					t.Errorf("first save after the start = %+v, want the clamped state (next <= now+10ms, tokens >= -1)", fb)
+				}
+			})
+		})
+	}
 }

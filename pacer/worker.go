@@ -80,6 +80,9 @@ func (e *Engine) worker(ctx context.Context, anchor bool) {
 		// probe, when the probe backoff allows.
 		probe := false
 		if e.brk != nil && e.brk.open.Load() {
+			if e.stepAside(grp, e.clock.Now()) {
+				continue
+			}
 			var ok bool
 			if probe, ok = e.awaitProbe(ctx, sl); !ok {
 				for _, it := range grp {

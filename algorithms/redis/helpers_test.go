@@ -157,3 +157,15 @@ func (s *syncBuf) String() string {
 }
 
 func textLogger(w *syncBuf) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// fill makes l's budget for key (nil: the shared one) full in Redis, as a
+// budget left idle long enough is: a missing key is an empty bucket.
+func fill(t *testing.T, l *Limiter, key []byte) {
+	t.Helper()
+	l.mu.Lock()
+	k, u := l.redisKey(key), l.u
+	l.mu.Unlock()
+	if _, err := runScript(context.Background(), l.client, k, u, -int(u.cap/u.den), 0); err != nil {
+		t.Fatalf("filling %q: %v", k, err)
+	}
+}

@@ -38,6 +38,9 @@ func TestLaneScriptTimeline(t *testing.T) {
 		{30 * ms, 0, 10, 1, 10, 0, "low no longer waits: high gets all 10, its mark clears", -1, -1, 0},
 		{40 * ms, 1, 5, 1, 5, 0, "no lane waits: low takes from the free pool", -1, -1, 0},
 	}
+	if _, err := runScript(ctx, c, "{ln}", u, -100, 0); err != nil { // full: a missing key is empty
+		t.Fatal(err)
+	}
 	for i, s := range steps {
 		m.SetTime(t0.Add(s.at))
 		a := &laneArgs{lane: s.lane, linger: 20000, floors: floors}

@@ -258,18 +258,27 @@ func (l *Limiter) Cancel(now time.Time, n int) { l.cancelN(now, nil, n) }
 // ReserveKey is Reserve for key's own budget (Rate, Burst per key, shared by
 // all workers): one tenant's limit across the fleet.
 func (l *Limiter) ReserveKey(now time.Time, key []byte, n int) (time.Duration, bool) {
-	if key == nil {
-		key = []byte{}
-	}
-	return l.reserve(now, key, n)
+	return l.reserve(now, boundKey(key), n)
 }
 
 // CancelKey returns n permits of key's budget to the local lease.
 func (l *Limiter) CancelKey(now time.Time, key []byte, n int) {
+	l.cancelN(now, boundKey(key), n)
+}
+
+// boundKey is key as the per-key buckets keep it: at most
+// algorithms.MaxKeyBytes+1 bytes (a longer key by its SHA-256, see
+// algorithms.BoundKey), so the bucket table and the Redis key names stay
+// bounded whatever the keys; nil is the empty key.
+func boundKey(key []byte) []byte {
 	if key == nil {
-		key = []byte{}
+		return []byte{}
 	}
-	l.cancelN(now, key, n)
+	if len(key) > algorithms.MaxKeyBytes {
+		var kb algorithms.KeyBuf
+		return algorithms.BoundKey(key, &kb)
+	}
+	return key
 }
 
 // bucketLocked returns the bucket for key (nil: the main one), creating it.
@@ -647,6 +656,9 @@ func (l *Limiter) MaxLease() int {
 // missing ones would be there. It bypasses the lease: for tools, tests and
 // callers that want one Redis call per decision.
 func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (granted int, wait time.Duration, err error) {
+	if key != nil {
+		key = boundKey(key)
+	}
 	l.mu.Lock()
 	closed := l.closed
 	k := l.redisKey(key)
@@ -671,6 +683,32 @@ func (l *Limiter) Take(ctx context.Context, key []byte, n int, exact bool) (gran
 	l.st.Taken += uint64(res.granted)
 	l.mu.Unlock()
 	return res.granted, res.wait, nil
+}
+
+// Give adds n tokens to the shared budget (key nil) or to key's budget,
+// never above its burst, bypassing the lease: for tools and tests that
+// want a budget to start full (a missing budget key is an empty bucket).
+func (l *Limiter) Give(ctx context.Context, key []byte, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if key != nil {
+		key = boundKey(key)
+	}
+	l.mu.Lock()
+	closed, k, u := l.closed, l.redisKey(key), l.u
+	l.st.Calls++
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if _, err := runScript(ctx, l.client, k, u, -n, 0); err != nil {
+		l.mu.Lock()
+		l.st.Errors++
+		l.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // Close stops the background goroutine and gives every unused lease token

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -152,6 +153,7 @@ func TestCloseReturnsLease(t *testing.T) {
 	cfg := e.cfg("close", algorithms.Rate{Count: 10, Per: time.Hour}, 10)
 	cfg.Lease = time.Hour // lease up to burst/2 = 5
 	l := newLimiter(t, cfg)
+	fill(t, l, nil)
 	// Reserve(2) leaves 3 of 5: not below half the lease, so no prefetch
 	// refill runs behind the checks below.
 	if !reserveWithin(l, nil, 2, 5*time.Second) {
@@ -193,6 +195,10 @@ func TestPerKey(t *testing.T) {
 	cfg := e.cfg("tenant", algorithms.Rate{Count: 5, Per: time.Hour}, 5)
 	cfg.Lease = time.Hour
 	a, b := newLimiter(t, cfg), newLimiter(t, cfg)
+	for _, k := range []string{"t1", "t2", "odd{key}\n"} {
+		fill(t, a, []byte(k))
+	}
+	fill(t, a, nil)
 	for i := 0; i < 5; i++ {
 		if !reserveWithin(a, []byte("t1"), 1, 5*time.Second) {
 			t.Fatalf("a: key t1 admission %d refused", i)
@@ -594,8 +600,8 @@ func TestReserveDoesNotWaitForRedis(t *testing.T) {
 	}
 }
 
-// TestSetRateBurst: a new burst applies to the next script call (a missing
-// key is a full bucket of the new size) and to the lease bound; invalid
+// TestSetRateBurst: a new burst applies to the next script call (a bucket
+// filled after it holds the new size) and to the lease bound; invalid
 // values are refused and change nothing.
 func TestSetRateBurst(t *testing.T) {
 	e := newEnv(t)
@@ -621,9 +627,10 @@ func TestSetRateBurst(t *testing.T) {
 	if got := l.MaxLease(); got != 3 {
 		t.Fatalf("MaxLease() after SetBurst(6) at 10/h with a 1h lease = %d want 3", got)
 	}
+	fill(t, l, nil)
 	got, _, err := l.Take(context.Background(), nil, 10, false)
 	if err != nil || got != 6 {
-		t.Fatalf("Take(10) from a fresh bucket after SetBurst(6) = %d, %v; want 6", got, err)
+		t.Fatalf("Take(10) from a full bucket after SetBurst(6) = %d, %v; want 6", got, err)
 	}
 	if _, ok := l.Reserve(now, 7); ok {
 		t.Fatalf("Reserve(7) > burst 6 admitted")
@@ -648,7 +655,12 @@ func TestManyKeysPipelined(t *testing.T) {
 		keys := make([][]byte, 200)
 		for i := range keys {
 			keys[i] = fmt.Appendf(nil, "r%d-k%d", round, i)
-			l.ReserveKey(time.Now(), keys[i], 1) // queue them all
+		}
+		for _, k := range keys {
+			fill(t, l, k)
+		}
+		for _, k := range keys {
+			l.ReserveKey(time.Now(), k, 1) // queue them all
 		}
 		for i, k := range keys {
 			if !reserveWithin(l, k, 1, 5*time.Second) {
@@ -664,4 +676,41 @@ func TestManyKeysPipelined(t *testing.T) {
 		t.Fatalf("stats %+v: want >= 400 script calls in far fewer round trips", st)
 	}
 	t.Logf("%d script calls in %d round trips", st.Calls, st.RoundTrips)
+}
+
+// TestLongKeysBounded: a per-key budget for a 60 KB key is kept under a
+// Redis key of bounded length (the key's SHA-256, algorithms.BoundKey), two
+// long keys that differ only at their end get budgets of their own, and the
+// in-process table keeps no 60 KB copy (3,000 such keys kept 180 MB).
+func TestLongKeysBounded(t *testing.T) {
+	e := newEnv(t)
+	l := newLimiter(t, e.cfg("longkeys", algorithms.PerSecond(1), 1))
+	ctx := context.Background()
+	a := bytes.Repeat([]byte("k"), 60<<10)
+	b := append(bytes.Repeat([]byte("k"), 60<<10-1), 'z')
+	for _, key := range [][]byte{a, b} {
+		if _, _, err := l.Take(ctx, key, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		l.ReserveKey(time.Now(), key, 1)
+	}
+	keys, err := e.client.Keys(ctx, e.srv.Prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 {
+		t.Errorf("Redis keys %d, want 2 (one per long key)", len(keys))
+	}
+	for _, k := range keys {
+		if len(k) > len(e.srv.Prefix)+200 {
+			t.Errorf("Redis key of %d bytes for a 60 KB key, want bounded", len(k))
+		}
+	}
+	l.mu.Lock()
+	for name := range l.keys {
+		if len(name) > algorithms.MaxKeyBytes+1 {
+			t.Errorf("bucket table keeps a %d-byte key", len(name))
+		}
+	}
+	l.mu.Unlock()
 }

@@ -18,12 +18,12 @@ type model struct {
 	cap    *big.Rat // burst
 	tokens *big.Rat
 	last   int64 // microseconds
-	fresh  bool  // no state yet: full
+	fresh  bool  // no state yet: empty (a missing key is an empty bucket)
 }
 
 func (m *model) advance(now int64) {
 	if m.fresh {
-		m.tokens, m.last, m.fresh = new(big.Rat).Set(m.cap), now, false
+		m.tokens, m.last, m.fresh = new(big.Rat), now, false
 		return
 	}
 	if now > m.last {
@@ -63,9 +63,6 @@ func (m *model) step(now int64, n, least int) (int, int64) {
 				wait++
 			}
 		}
-	}
-	if m.tokens.Cmp(m.cap) == 0 { // the script deletes a full bucket
-		m.fresh = true
 	}
 	return granted, wait
 }

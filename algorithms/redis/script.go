@@ -29,9 +29,16 @@ import (
 // caller's, so clock skew between workers does not matter. Redis >= 5
 // replicates scripts by effects, so TIME is allowed before writes.
 //
-// A missing key is a full bucket, and a full bucket is deleted: so a key
-// expires exactly when it would be full anyway (PEXPIRE = time to fill), and
-// idle limiters leave nothing behind.
+// A missing key is an EMPTY bucket: a budget nobody has seen (the first
+// start), one idle for an hour, or one Redis lost (restarted without
+// persistence, flushed, failed over to a replica that never had it) starts
+// at zero and refills at the rate, so a Redis wipe costs the workers one
+// burst's refill (Burst/Rate) of throughput and never gives them a second
+// burst (a missing key read as a full bucket gave +50.7 messages over the
+// global envelope). Every bucket is stored, a full one too, and expires an
+// hour after it would be full (PEXPIRE = time to fill + fullKeepMs): a
+// budget in use never expires, an idle one leaves nothing behind after an
+// hour.
 //
 // KEYS[1]  the bucket hash
 // ARGV[1]  num: units added per microsecond
@@ -167,15 +174,16 @@ func parseResult(cmd *goredis.Cmd) (result, error) {
 	}, nil
 }
 
-// storeLua ends both scripts' bucket update: a full bucket is deleted (a
-// missing key is a full bucket), any other is stored with an expiry of
-// its time to fill.
-const storeLua = `if units >= cap then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('HSET', KEYS[1], 't', string.format('%.0f', units), 'l', string.format('%.0f', last))
-  redis.call('PEXPIRE', KEYS[1], ceildiv(ceildiv(cap - units, num), 1000) + 1)
-end
+// fullKeepMs is how long a full bucket stays stored: a budget idle for
+// longer starts empty again (a missing key is an empty bucket).
+const fullKeepMs = 3600 * 1000
+
+// storeLua ends both scripts' bucket update: the bucket is stored (a full
+// one too: a missing key is an empty bucket) with an expiry of its time to
+// fill plus fullKeepMs.
+const storeLua = `if units > cap then units = cap end
+redis.call('HSET', KEYS[1], 't', string.format('%.0f', units), 'l', string.format('%.0f', last))
+redis.call('PEXPIRE', KEYS[1], ceildiv(ceildiv(cap - units, num), 1000) + 1 + ` + "3600000" + `)
 `
 
 // refillLua starts both scripts (the bucket's and the lanes'): it reads the
@@ -204,9 +212,9 @@ local function floordiv(a, b)
   return q
 end
 
-local units, last = cap, now
+local units, last = 0, now
 local v = redis.call('HMGET', KEYS[1], 't', 'l')
-local before = cap
+local before = 0
 if v[1] and v[2] then
   units = tonumber(v[1])
   last = tonumber(v[2])

@@ -58,7 +58,8 @@ func TestScriptTimeline(t *testing.T) {
 		keyExists   bool
 		description string
 	}{
-		{0, 0, 0, 0, 0, 8000000, false, "peek: a missing key is a full bucket"},
+		{0, 0, 0, 0, 0, 0, true, "peek: a missing key is an empty bucket (and is stored)"},
+		{0, -4, 0, 0, 0, 8000000, true, "give 4 back: full, and kept"},
 		{0, 5, 1, 4, 666667 * us, 0, true, "take 5: the 4 there, wait for the 5th"},
 		{0, 1, 1, 0, 666667 * us, 0, true, "empty: one token in ceil(2e6/3)us"},
 		{666666 * us, 1, 1, 0, 1 * us, 1999998, true, "2 units short"},
@@ -66,7 +67,7 @@ func TestScriptTimeline(t *testing.T) {
 		{666667 * us, 2, 2, 0, 1333333 * us, 1, true, "all-or-nothing 2: none; wait counts the carried unit"},
 		{2000000 * us, 2, 2, 2, 0, 0, true, "at 2s: 1 carried + 1333333us*3 = exactly 2 tokens"},
 		{2000000 * us, -1, 0, 0, 0, 2000000, true, "give one back"},
-		{2000000 * us, -9, 0, 0, 0, 8000000, false, "give back more than room: capped at full, key deleted"},
+		{2000000 * us, -9, 0, 0, 0, 8000000, true, "give back more than room: capped at full, kept"},
 		{time.Hour, 4, 1, 4, 0, 0, true, "after an hour: full, not more"},
 		{time.Hour - time.Second, 1, 1, 0, 666667 * us, 0, true, "server clock goes back: nothing minted"},
 		{time.Hour + 666667*us, 1, 1, 1, 0, 1, true, "clock forward again: refill from the latest time seen"},
@@ -98,6 +99,9 @@ func TestScriptNoLostFractions(t *testing.T) {
 	m, c := miniAt(t, t0)
 	ctx := context.Background()
 	u := mustUnits(t, algorithms.Rate{Count: 3, Per: 2 * time.Second}, 100)
+	if _, err := runScript(ctx, c, "{f}", u, -100, 0); err != nil { // fill it: a missing key is empty
+		t.Fatal(err)
+	}
 	if res, err := runScript(ctx, c, "{f}", u, 100, 100); err != nil || res.granted != 100 {
 		t.Fatalf("drain: %+v %v", res, err)
 	}
@@ -115,21 +119,57 @@ func TestScriptNoLostFractions(t *testing.T) {
 	}
 }
 
-// TestScriptTTL: a partly empty bucket expires when it would be full again.
+// TestScriptTTL: a bucket expires an hour after it would be full again (a
+// missing key is an empty bucket, so a full one is kept, for an hour).
 func TestScriptTTL(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m, c := miniAt(t, t0)
 	ctx := context.Background()
 	u := mustUnits(t, algorithms.PerSecond(10), 10) // 100ms per token
+	if _, err := runScript(ctx, c, "{ttl}", u, -10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.TTL("{ttl}"), time.Hour+time.Millisecond; got != want {
+		t.Fatalf("TTL of a full bucket = %v want %v", got, want)
+	}
 	if _, err := runScript(ctx, c, "{ttl}", u, 3, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.TTL("{ttl}"), 301*time.Millisecond; got != want {
+	if got, want := m.TTL("{ttl}"), time.Hour+301*time.Millisecond; got != want {
 		t.Fatalf("TTL after taking 3 of 10 at 10/s = %v want %v", got, want)
 	}
-	m.FastForward(302 * time.Millisecond)
+	m.FastForward(time.Hour + 302*time.Millisecond)
 	if m.Exists("{ttl}") {
-		t.Fatalf("key still there after its time to fill")
+		t.Fatalf("key still there an hour after its time to fill")
+	}
+}
+
+// TestScriptMissingKeyIsEmpty: a budget key Redis lost (a flush, a restart
+// without persistence) is an empty bucket, not a full one: the workers get
+// no second burst, only the refill at the rate.
+func TestScriptMissingKeyIsEmpty(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, c := miniAt(t, t0)
+	ctx := context.Background()
+	u := mustUnits(t, algorithms.PerSecond(10), 50)
+	if _, err := runScript(ctx, c, "{w}", u, -50, 0); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := runScript(ctx, c, "{w}", u, 50, 1); res.granted != 50 {
+		t.Fatalf("a full bucket granted %d of 50", res.granted)
+	}
+	m.FlushAll()
+	m.SetTime(t0.Add(time.Second))
+	res, err := runScript(ctx, c, "{w}", u, 50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.granted != 0 || res.wait != 5*time.Second {
+		t.Errorf("after a flush: granted %d wait %v; want 0 and 5s (empty, refilling at 10/s)", res.granted, res.wait)
+	}
+	m.SetTime(t0.Add(2 * time.Second))
+	if res, _ := runScript(ctx, c, "{w}", u, 50, 1); res.granted != 10 {
+		t.Errorf("a second after the flush: granted %d, want 10 (the refill, no burst)", res.granted)
 	}
 }
 
@@ -142,6 +182,9 @@ func TestScriptServer(t *testing.T) {
 	ctx := context.Background()
 	u := mustUnits(t, algorithms.Rate{Count: 1, Per: time.Hour}, 5)
 	key := e.srv.Prefix + "{srv}"
+	if _, err := runScript(ctx, e.client, key, u, -5, 0); err != nil { // fill it: a missing key is empty
+		t.Fatal(err)
+	}
 	res, err := runScript(ctx, e.client, key, u, 3, 1)
 	if err != nil || res.granted != 3 {
 		t.Fatalf("take 3 of a full 5 = %+v, %v", res, err)
@@ -160,13 +203,13 @@ func TestScriptServer(t *testing.T) {
 		t.Fatalf("all-or-nothing 5 with 2 left = granted %d wait %v; want 0 and a wait of about 3h", res.granted, res.wait)
 	}
 	ttl, err := e.client.PTTL(ctx, key).Result()
-	if err != nil || ttl <= 0 || ttl > 3*time.Hour+time.Second {
-		t.Fatalf("PTTL = %v, %v; want (0, 3h]", ttl, err)
+	if err != nil || ttl <= time.Hour || ttl > 4*time.Hour+time.Second {
+		t.Fatalf("PTTL = %v, %v; want (1h, 4h]: the time to fill plus an hour", ttl, err)
 	}
 	if res, err = runScript(ctx, e.client, key, u, -10, 0); err != nil || res.units != u.cap {
 		t.Fatalf("give back 10 = %+v, %v; want full", res, err)
 	}
-	if n, _ := e.client.Exists(ctx, key).Result(); n != 0 {
-		t.Fatalf("full bucket key still exists")
+	if ttl, _ := e.client.PTTL(ctx, key).Result(); ttl <= 0 || ttl > time.Hour+time.Second {
+		t.Fatalf("full bucket PTTL %v, want kept for an hour", ttl)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/algorithms/redis"
 	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -71,6 +73,18 @@ func TestRunTwoWorkersSharePerKeyBudget(t *testing.T) {
 		global := fmt.Sprintf("key: budget\n    rate: 1000/s\n    burst: 100\n    per_key:\n      rate: 1/m\n      burst: %d\n      key: header:tenant", burst)
 		return sharedWorkerConfig(t, url, stream, rs, api.URL(), admin, "  rate: 200/s", global, "2s")
 	}
+	// The tenant's budget starts full (a missing budget key is an empty
+	// bucket, which at 1/min would hold the test for minutes): the limiter
+	// the workers build for it (shaping.global.key + ".per_key").
+	fillKey, err := redis.New(redis.Config{Name: "budget.per_key", Prefix: rs.Prefix, URL: rs.URL,
+		Rate: algorithms.Rate{Count: 1, Per: time.Minute}, Burst: burst}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fillKey.Give(ctx, []byte("acme"), burst); err != nil {
+		t.Fatal(err)
+	}
+	_ = fillKey.Close(ctx)
 	began := time.Now()
 	p1 := binharness.Start(t, nil, "run", "-c", cfg(binharness.FreeAddr(t)))
 	p2 := binharness.Start(t, nil, "run", "-c", cfg(binharness.FreeAddr(t)))

@@ -206,15 +206,22 @@ global:
 // second worker.
 func killAndRestart(t *testing.T, cfg string, api *testapi.Server) *worker {
 	t.Helper()
+	return killAfterAndRestart(t, cfg, api, envMessages, envKillAfter)
+}
+
+// killAfterAndRestart is killAndRestart for n messages, killed after
+// killAfter reached the API.
+func killAfterAndRestart(t *testing.T, cfg string, api *testapi.Server, n, killAfter int) *worker {
+	t.Helper()
 	w := startWorker(t, cfg, "")
 	binharness.Eventually(t, 60*time.Second, "the first deliveries", func() bool {
-		return count(api.Accepted()).unique >= envKillAfter
+		return count(api.Accepted()).unique >= killAfter
 	})
 	w.Kill()
 	t.Logf("killed after %d accepted", count(api.Accepted()).accepted)
 	w = startWorker(t, cfg, "")
 	binharness.Eventually(t, 60*time.Second, "every message accepted after the restart", func() bool {
-		return count(api.Accepted()).unique >= envMessages
+		return count(api.Accepted()).unique >= n
 	})
 	if code := w.Stop(t, time.Minute); code != 0 {
 		t.Errorf("SIGTERM: exit %d want 0", code)

@@ -188,7 +188,10 @@ type Shaping struct {
 	QueueBytes ByteSize `yaml:"queue_bytes" json:"queue_bytes"`
 	// MaxInFlight bounds concurrent deliveries to the sink.
 	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
-	// StartEmpty starts the bucket with no tokens (no burst at start-up).
+	// StartEmpty starts the bucket with no tokens (no burst at start-up),
+	// when no state is restored (StateDir, StateKey). Default true: a
+	// restart (a crash loop, a rolling deploy) is then no second burst at
+	// the API; false gives a fresh worker a full burst at once.
 	StartEmpty bool `yaml:"start_empty" json:"start_empty"`
 	// Warmup ramps the rate linearly from a tenth to rate over this long
 	// after start-up (0: no ramp).
@@ -415,7 +418,9 @@ type Breaker struct {
 	Window int     `yaml:"window" json:"window"`
 	Ratio  float64 `yaml:"ratio" json:"ratio"`
 	// ProbeInitial is the wait before the first probe, doubled after each
-	// failed probe up to ProbeMax (defaults 1s and 1m).
+	// failed probe of a held message (or with a systemic class) up to
+	// ProbeMax; a newer message that fails otherwise waits ProbeInitial for
+	// the next (defaults 1s and 1m).
 	ProbeInitial Duration `yaml:"probe_initial" json:"probe_initial"`
 	ProbeMax     Duration `yaml:"probe_max" json:"probe_max"`
 	// Systemic lists more failure classes that trip it at once
@@ -479,6 +484,7 @@ func Default() Config {
 			MaxWait:     DurationOrNone(pacer.DefaultMaxWait),
 			QueueSize:   pacer.DefaultQueueSize,
 			MaxInFlight: pacer.DefaultMaxInFlight,
+			StartEmpty:  true,
 			PerKey:      PerKey{Key: "key", MaxKeys: pacer.DefaultPerKeyMaxKeys, IdleTTL: Duration(pacer.DefaultPerKeyIdleTTL)},
 			Global: Global{Key: "pacer", Prefix: "pacer:", Lease: Duration(100 * time.Millisecond), Timeout: Duration(100 * time.Millisecond),
 				ExpectedWorkers: 1, OnFailure: "closed", PerKey: GlobalPerKey{Key: "key", MaxKeys: 10000}},

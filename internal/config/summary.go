@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -67,6 +68,16 @@ func (c *Config) Summary() string {
 		fmt.Fprintf(&b, " (%.6g/s)", s.Rate.PerSecond())
 	}
 	fmt.Fprintf(&b, " with bursts of up to %d", s.EffectiveBurst())
+	switch {
+	case s.StateDir != "":
+		fmt.Fprintf(&b, " (the bucket kept across restarts in %s, empty at the first start)", filepath.Join(s.StateDir, "shaper.json"))
+	case s.StateKey != "" && !s.Global.RedisURL.IsZero():
+		fmt.Fprintf(&b, " (the bucket kept across restarts in Redis as state_key %q, empty when none is saved)", s.StateKey)
+	case s.StartEmpty:
+		b.WriteString(" (the bucket starts empty at every start: a restart is no second burst)")
+	default:
+		b.WriteString(" (the bucket starts full: every restart allows another burst; set start_empty or state_dir)")
+	}
 	if !s.Peak.IsZero() {
 		fmt.Fprintf(&b, ", never faster than %s (one every %v)", s.Peak, s.Peak.Interval())
 	}
@@ -84,7 +95,7 @@ func (c *Config) Summary() string {
 		b.WriteString(")")
 	}
 	if !s.Global.RedisURL.IsZero() {
-		fmt.Fprintf(&b, ", within a budget of %s (bursts of up to %d) shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.EffectiveBurst(), s.Global.Key, s.Global.OnFailure)
+		fmt.Fprintf(&b, ", within a budget of %s (bursts of up to %d; empty when Redis has no budget key) shared through Redis key %q (fail %s)", s.Global.Rate, s.Global.EffectiveBurst(), s.Global.Key, s.Global.OnFailure)
 		if gk := s.Global.PerKey; !gk.Rate.IsZero() {
 			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
 		}

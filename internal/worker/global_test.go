@@ -86,8 +86,13 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 	if got, _, err := w.global.Take(ctx, nil, 100, false); err != nil || got > 5 {
 		t.Errorf("after reloading global burst 100 -> 5: a fresh bucket granted %d (err %v), want <= 5", got, err)
 	}
-	if got, _, err := w.globalKeyed.Take(ctx, []byte("t1"), 100, false); err != nil || got > 3 {
-		t.Errorf("after reloading per-key burst 50 -> 3: a fresh key bucket granted %d (err %v), want <= 3", got, err)
+	// A missing key is an empty bucket: fill t1's (capped at the burst
+	// in force) and take it all.
+	if err := w.globalKeyed.Give(ctx, []byte("t1"), 100); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := w.globalKeyed.Take(ctx, []byte("t1"), 100, false); err != nil || got != 3 {
+		t.Errorf("after reloading per-key burst 50 -> 3: a full key bucket granted %d (err %v), want 3", got, err)
 	}
 	if g := w.cfg.Shaping.Global; g.Burst != 5 || g.PerKey.Burst != 3 {
 		t.Errorf("config in force after reload: burst %d per-key burst %d, want 5 and 3", g.Burst, g.PerKey.Burst)
@@ -120,7 +125,7 @@ func TestGlobalLimitersWiredObservedReloaded(t *testing.T) {
 		`pacer_global_mode{limit="global",mode="fail-open"}`: 0,
 		`pacer_global_mode{limit="per_key",mode="redis"}`:    1,
 		`pacer_global_redis_calls_total{limit="global"}`:     1,
-		`pacer_global_redis_calls_total{limit="per_key"}`:    1,
+		`pacer_global_redis_calls_total{limit="per_key"}`:    2,
 		`pacer_global_tokens_taken_total{limit="per_key"}`:   3,
 		`pacer_global_redis_errors_total{limit="global"}`:    0,
 	} {
@@ -199,6 +204,13 @@ func TestGlobalPerKeyThroughRedis(t *testing.T) {
 		return n
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	// Each tenant's budget starts full (a missing key is an empty bucket,
+	// which at 1/min would hold the test for minutes).
+	for _, tn := range tenants {
+		if err := newLimiter().Give(ctx, []byte(tn), burst); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var wg sync.WaitGroup
 	for _, e := range engines {
 		wg.Go(func() {
