@@ -82,12 +82,12 @@ const (
 	MaxTokens = 20000
 )
 
-// Load reads the file at path and parses it (see Parse) with the process
-// environment.
+// Load reads the file at path (see ReadFile) and parses it (see Parse)
+// with the process environment.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, err
 	}
 	return Parse(data, os.LookupEnv)
 }

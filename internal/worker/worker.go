@@ -48,6 +48,9 @@ type Worker struct {
 	// limiters are kept across reloads that do not change them, so a
 	// SIGHUP never resets a daily quota or restarts a warm-up.
 	shaping pacer.Shaping
+	// reopen reopens the dead-letter file at its path (nil: none); SIGHUP
+	// calls it, after a log rotation.
+	reopen func() error
 }
 
 // newWorker builds the source, sink, dead-letter writer, limiters and engine
@@ -102,6 +105,9 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	if dl == nil {
 		if dl, err = buildDeadLetter(cfg, &w.closers); err != nil {
 			return nil, err
+		}
+		if f, ok := dl.(interface{ Reopen() error }); ok {
+			w.reopen = f.Reopen
 		}
 	}
 	if dl == nil && cfg.DeadLetter.Type == "none" {
@@ -210,6 +216,11 @@ func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	// out of a hostile Retry-After, or back in after fixing the pipeline).
 	w.engine.ClearPause()
 	w.engine.ResetBreaker()
+	if w.reopen != nil {
+		if err := w.reopen(); err != nil {
+			log.Error("pacer: reload: reopening the dead-letter file failed; its next write tries again", "path", w.cfg.DeadLetter.Path, "err", err)
+		}
+	}
 	data, err := ReadFile(path)
 	if err != nil {
 		log.Error("pacer: reload failed; keeping the current settings", "err", err)
