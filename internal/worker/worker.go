@@ -487,7 +487,7 @@ func (w *Worker) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 	if err != nil {
 		return nil, "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := admin.NewServer(h, admin.Limits{}) // timeouts and a connection cap: idle clients cannot exhaust it
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("pacer: admin listener stopped", "err", err)
