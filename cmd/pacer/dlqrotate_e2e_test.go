@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pacer-dev/pacer/internal/binharness"
+)
+
+// wholeDeadLetters returns the dead letters in the file at path by ID,
+// failing on a line that is not whole JSON.
+func wholeDeadLetters(t *testing.T, path string) map[string]string {
+	t.Helper()
+	ids := deadLetterIDs(t, path)
+	for id, line := range ids {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("%s: the line of %s is not whole JSON: %q", path, id, line)
+		}
+	}
+	return ids
+}
+
+// TestRunDeadLetterFileRotation: `pacer run` against a real NATS and an API
+// that rejects every message (400) writes its dead letters to a file; after
+// logrotate's mv and after an rm, the 20 dead letters that follow each land
+// in a new file at the path (0 of 20 did: they went to the renamed file or
+// the deleted inode), a SIGHUP recreates the file at once, and every
+// message is settled, none lost.
+func TestRunDeadLetterFileRotation(t *testing.T) {
+	url, stream, js := setupNATS(t, 0)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad order", http.StatusBadRequest)
+	}))
+	t.Cleanup(api.Close)
+	dir := t.TempDir()
+	dl := filepath.Join(dir, "dead.jsonl")
+	addr := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "run.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+shaping:
+  rate: 1000/s
+sink:
+  type: http
+  http:
+    url: %s/orders
+dead_letter:
+  type: file
+  path: %s
+breaker:
+  enabled: false   # every message is a bad one here, on purpose
+admin:
+  listen: %s
+`, url, stream, api.URL, dl, addr))
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	publish := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := js.Publish(context.Background(), stream+".orders", fmt.Appendf(nil, "%s-%d", prefix, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitLines := func(path string, n int) {
+		t.Helper()
+		binharness.Eventually(t, 30*time.Second, fmt.Sprintf("%d dead letters in %s", n, path), func() bool { return len(wholeDeadLetters(t, path)) >= n })
+		if got := wholeDeadLetters(t, path); len(got) != n {
+			t.Errorf("%s holds %d dead letters, want %d: %v", path, len(got), n, got)
+		}
+	}
+
+	publish("first", 5)
+	waitLines(dl, 5)
+
+	if err := os.Rename(dl, dl+".1"); err != nil { // logrotate without create
+		t.Fatal(err)
+	}
+	publish("after-mv", 20)
+	waitLines(dl, 20)
+	waitLines(dl+".1", 5)
+
+	if err := os.Remove(dl); err != nil {
+		t.Fatal(err)
+	}
+	publish("after-rm", 20)
+	waitLines(dl, 20)
+
+	if err := os.Rename(dl, dl+".2"); err != nil {
+		t.Fatal(err)
+	}
+	p.Signal(syscall.SIGHUP) // logrotate's postrotate
+	binharness.Eventually(t, 10*time.Second, "the dead-letter file recreated on SIGHUP", func() bool {
+		_, err := os.Stat(dl)
+		return err == nil
+	})
+
+	binharness.Eventually(t, 10*time.Second, "every message dead-lettered", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "dead_lettered") == 45
+	})
+	if code := p.Stop(t, 20*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d want 0", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if info, err := js.Consumer(ctx, stream, "pacer"); err == nil {
+		if ci := info.CachedInfo(); ci.NumPending != 0 || ci.NumAckPending != 0 {
+			t.Errorf("consumer: %d pending, %d ack pending, want 0 (everything dead-lettered and acked)", ci.NumPending, ci.NumAckPending)
+		}
+	}
+}
