@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,5 +119,97 @@ admin:
 		if ci := info.CachedInfo(); ci.NumPending != 0 || ci.NumAckPending != 0 {
 			t.Errorf("consumer: %d pending, %d ack pending, want 0 (everything dead-lettered and acked)", ci.NumPending, ci.NumAckPending)
 		}
+	}
+}
+
+// TestRunDeadLetterFileOnFullDisk: the dead-letter file on a full 64 KiB
+// tmpfs: a dead letter that does not fit is not counted, leaves no partial
+// line, and its message stays for redelivery with a WARN; once space
+// returns every one is written whole (a partial record once made the
+// retried one unreadable and its message was terminated). Needs root to
+// mount the tmpfs.
+func TestRunDeadLetterFileOnFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root; sinks/jsonl TestShortWriteLeavesWholeLines covers the sink with an injected short write")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (no CAP_SYS_ADMIN?): %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	url, stream, js := setupNATS(t, 0)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad order", http.StatusBadRequest)
+	}))
+	t.Cleanup(api.Close)
+	dl := filepath.Join(dir, "dead.jsonl")
+	addr := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "run.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %s
+    stream: %s
+shaping:
+  rate: 1000/s
+sink:
+  type: http
+  http:
+    url: %s/orders
+dead_letter:
+  type: file
+  path: %s
+breaker:
+  enabled: false   # every message is a bad one here, on purpose
+admin:
+  listen: %s
+`, url, stream, api.URL, dl, addr))
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 30*time.Second, "pacer running", func() bool { return strings.Contains(p.Stderr(), "pacer: running") })
+
+	// Fill the file system but 8 KiB: room for part of a 20 KB record.
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(0)
+	for {
+		n, err := f.Write(make([]byte, 4096))
+		size += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if err := f.Truncate(size - 8192); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	big := strings.Repeat("x", 20000)
+	for i := range 3 {
+		if _, err := js.Publish(context.Background(), stream+".orders", fmt.Appendf(nil, "%d-%s", i, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binharness.Eventually(t, 30*time.Second, "a failed dead-letter write logged", func() bool {
+		return strings.Contains(p.Stderr(), "dead-letter write failed; leaving message for redelivery")
+	})
+	if got := wholeDeadLetters(t, dl); len(got) != 0 {
+		t.Errorf("on the full disk the file holds %d dead letters, want none", len(got))
+	}
+	if st, err := binharness.Status(addr); err != nil || binharness.Num(st, "engine", "dead_lettered") != 0 {
+		t.Errorf("on the full disk dead_lettered = %v (%v), want 0: nothing counted that is not stored", binharness.Num(st, "engine", "dead_lettered"), err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	binharness.Eventually(t, 60*time.Second, "the 3 dead letters written once space returned", func() bool {
+		st, err := binharness.Status(addr)
+		return err == nil && binharness.Num(st, "engine", "dead_lettered") == 3
+	})
+	if got := wholeDeadLetters(t, dl); len(got) != 3 {
+		t.Errorf("the file holds %d whole dead letters, want 3", len(got))
+	}
+	if code := p.Stop(t, 20*time.Second); code != 0 {
+		t.Errorf("exit after SIGTERM = %d want 0", code)
 	}
 }
