@@ -7,14 +7,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pacer-dev/pacer/internal/binharness"
+	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
 // wholeDeadLetters returns the dead letters in the file at path by ID,
@@ -30,20 +32,18 @@ func wholeDeadLetters(t *testing.T, path string) map[string]string {
 	return ids
 }
 
-// TestRunDeadLetterFileRotation: `pacer run` against a real NATS and an API
-// that rejects every message (400) writes its dead letters to a file; after
-// logrotate's mv and after an rm, the 20 dead letters that follow each land
-// in a new file at the path (0 of 20 did: they went to the renamed file or
-// the deleted inode), a SIGHUP recreates the file at once, and every
-// message is settled, none lost.
-func TestRunDeadLetterFileRotation(t *testing.T) {
+// runRejecting starts `pacer run` on a fresh NATS stream whose messages an
+// API rejects, every one (400), so each becomes a dead letter in the file
+// dl; the breaker is off (every message is a bad one here, on purpose). It
+// returns the process, the stream's JetStream, the stream and the admin
+// address.
+func runRejecting(t *testing.T, dl string) (*binharness.Proc, jetstream.JetStream, string, string) {
+	t.Helper()
 	url, stream, js := setupNATS(t, 0)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad order", http.StatusBadRequest)
 	}))
 	t.Cleanup(api.Close)
-	dir := t.TempDir()
-	dl := filepath.Join(dir, "dead.jsonl")
 	addr := binharness.FreeAddr(t)
 	cfg := binharness.WriteFile(t, "run.yaml", fmt.Sprintf(`source:
   type: nats
@@ -60,11 +60,24 @@ dead_letter:
   type: file
   path: %s
 breaker:
-  enabled: false   # every message is a bad one here, on purpose
+  enabled: false
 admin:
   listen: %s
 `, url, stream, api.URL, dl, addr))
 	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 30*time.Second, "pacer running", func() bool { return strings.Contains(p.Stderr(), "pacer: running") })
+	return p, js, stream, addr
+}
+
+// TestRunDeadLetterFileRotation: `pacer run` against a real NATS and an API
+// that rejects every message (400) writes its dead letters to a file; after
+// logrotate's mv and after an rm, the 20 dead letters that follow each land
+// in a new file at the path (0 of 20 did: they went to the renamed file or
+// the deleted inode), a SIGHUP recreates the file at once, and every
+// message is settled, none lost.
+func TestRunDeadLetterFileRotation(t *testing.T) {
+	dl := filepath.Join(t.TempDir(), "dead.jsonl")
+	p, js, stream, addr := runRejecting(t, dl)
 	publish := func(prefix string, n int) {
 		t.Helper()
 		for i := range n {
@@ -129,61 +142,10 @@ admin:
 // retried one unreadable and its message was terminated). Needs root to
 // mount the tmpfs.
 func TestRunDeadLetterFileOnFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root; sinks/jsonl TestShortWriteLeavesWholeLines covers the sink with an injected short write")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (no CAP_SYS_ADMIN?): %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
-	url, stream, js := setupNATS(t, 0)
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "bad order", http.StatusBadRequest)
-	}))
-	t.Cleanup(api.Close)
+	dir := testenv.Tmpfs(t, "64k") // skips, saying why, without root
 	dl := filepath.Join(dir, "dead.jsonl")
-	addr := binharness.FreeAddr(t)
-	cfg := binharness.WriteFile(t, "run.yaml", fmt.Sprintf(`source:
-  type: nats
-  nats:
-    url: %s
-    stream: %s
-shaping:
-  rate: 1000/s
-sink:
-  type: http
-  http:
-    url: %s/orders
-dead_letter:
-  type: file
-  path: %s
-breaker:
-  enabled: false   # every message is a bad one here, on purpose
-admin:
-  listen: %s
-`, url, stream, api.URL, dl, addr))
-	p := binharness.Start(t, nil, "run", "-c", cfg)
-	binharness.Eventually(t, 30*time.Second, "pacer running", func() bool { return strings.Contains(p.Stderr(), "pacer: running") })
-
-	// Fill the file system but 8 KiB: room for part of a 20 KB record.
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := int64(0)
-	for {
-		n, err := f.Write(make([]byte, 4096))
-		size += int64(n)
-		if err != nil {
-			break
-		}
-	}
-	if err := f.Truncate(size - 8192); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	p, js, stream, addr := runRejecting(t, dl)
+	filler := testenv.Fill(t, dir, 8192) // room for part of a 20 KB record
 	big := strings.Repeat("x", 20000)
 	for i := range 3 {
 		if _, err := js.Publish(context.Background(), stream+".orders", fmt.Appendf(nil, "%d-%s", i, big)); err != nil {

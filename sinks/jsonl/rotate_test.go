@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -174,21 +174,7 @@ func tail(b []byte) []byte { return b[max(0, len(b)-20):] }
 // dead letter that does not fit fails and leaves no partial line; once
 // space returns it is written whole on its own line.
 func TestFullTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root; TestShortWriteLeavesWholeLines covers the same with an injected short write")
-	}
-	if _, err := exec.LookPath("mount"); err != nil {
-		t.Skip("no mount command: ", err)
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs (in a container without CAP_SYS_ADMIN?): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
+	dir := testenv.Tmpfs(t, "64k") // skips, saying why, without root; TestShortWriteLeavesWholeLines covers the same
 	path := filepath.Join(dir, "dead.jsonl")
 	s, err := New(Config{Path: path, Fsync: true})
 	if err != nil {
@@ -196,25 +182,7 @@ func TestFullTmpfs(t *testing.T) {
 	}
 	defer s.Close()
 	deadLetters(t, s, "ok", 1)
-	// Fill the file system, then free two pages: room for part of a record.
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := bytes.Repeat([]byte("f"), 4096)
-	size := int64(0)
-	for {
-		n, err := f.Write(chunk)
-		size += int64(n)
-		if err != nil {
-			break
-		}
-	}
-	if err := f.Truncate(size - 8192); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	filler := testenv.Fill(t, dir, 8192) // room for part of a record
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
