@@ -225,9 +225,12 @@ func loadConfig(e *env, path string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// interrupted is loadConfig's error when SIGTERM or SIGINT came first.
+// errInterrupted is wrapped by loadConfig's error when SIGTERM or SIGINT
+// came first.
+var errInterrupted = errors.New("interrupted (SIGTERM or SIGINT) before the config was checked")
+
 func interrupted(path string) error {
-	return &exitError{code: exitFailure, err: fmt.Errorf("%s: interrupted (SIGTERM or SIGINT) before the config was checked", path)}
+	return &exitError{code: exitFailure, err: fmt.Errorf("%s: %w", path, errInterrupted)}
 }
 
 // newProblems returns the problems of parts about fields that have none

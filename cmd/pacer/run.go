@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -33,6 +35,10 @@ func (r runCmd) Run(e *env) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	cfg, err := loadConfig(e, path)
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintln(e.stderr, "pacer: stopped before starting:", err)
+		return nil // a stop asked for before the start is a clean stop
+	}
 	if err != nil {
 		return err
 	}

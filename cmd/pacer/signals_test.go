@@ -33,7 +33,8 @@ func TestConfigPathToDevZero(t *testing.T) {
 }
 
 // TestValidateHonoursCancel: validate stops with exit 1 when SIGTERM or
-// SIGINT (the context) ends it, instead of checking on and printing "ok".
+// SIGINT (the context) ends it, instead of checking on and printing "ok";
+// run, stopped so before it starts, exits 0.
 func TestValidateHonoursCancel(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pacer.yaml")
 	if err := os.WriteFile(file, []byte(parityBase), 0o600); err != nil {
@@ -50,6 +51,11 @@ func TestValidateHonoursCancel(t *testing.T) {
 	code := run(ctx, []string{"validate", file}, &stdout, &stderr, noEnv)
 	if code != exitFailure || !strings.Contains(stderr.String(), "interrupted") || strings.Contains(stdout.String(), "ok:") {
 		t.Errorf("validate after SIGTERM = exit %d, stdout %q, stderr %q; want 1, interrupted, no ok", code, stdout.String(), stderr.String())
+	}
+	// run stops cleanly: a stop asked for before the start.
+	stderr.Reset()
+	if code := run(ctx, []string{"run", "-c", file}, &stdout, &stderr, noEnv); code != exitOK || !strings.Contains(stderr.String(), "stopped before starting") {
+		t.Errorf("run after SIGTERM = exit %d, stderr %q; want 0, stopped before starting", code, stderr.String())
 	}
 }
 
