@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -168,10 +169,15 @@ func syncDir(dir string) error {
 }
 
 // rotatedLocked reports whether s.path no longer names the open file (it
-// was renamed or removed, and maybe replaced).
+// was renamed or removed, and maybe replaced). When the path cannot be
+// checked for another reason (a directory not searchable for a moment),
+// the open file is kept.
 func (s *Sink) rotatedLocked() bool {
 	cur, err := os.Stat(s.path)
-	return err != nil || !os.SameFile(cur, s.info)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return !os.SameFile(cur, s.info)
 }
 
 // truncateLocked cuts the file back to s.cut, if a failed write left a
