@@ -178,23 +178,59 @@ func newLogger(w io.Writer, lc config.Log, level, format string) (*slog.Logger, 
 // offline (checkParts), printing every problem (with its line and the
 // line's text, secrets redacted) to stderr; a bad config is exit code 2.
 // validate and run both load through it, so they agree on every config.
+// It gives up as soon as e.ctx ends (SIGTERM, SIGINT: exit 1), whatever
+// step it is at.
 func loadConfig(e *env, path string) (*config.Config, error) {
-	data, err := worker.ReadFile(path)
-	if err != nil {
-		return nil, &exitError{code: exitUsage, err: err}
+	if err := e.ctx.Err(); err != nil {
+		return nil, interrupted(path)
 	}
-	cfg, err := config.Parse(data, e.lookup)
-	var ps config.Problems
-	if err != nil && !errors.As(err, &ps) {
-		return nil, &exitError{code: exitUsage, err: err}
+	type checked struct {
+		data []byte
+		cfg  *config.Config
+		ps   config.Problems
+		err  error
 	}
-	ps = append(ps, newProblems(ps, worker.Check(cfg))...)
+	done := make(chan checked, 1)
+	go func() { // reading, parsing and building every part: SIGTERM need not wait for it
+		var c checked
+		c.data, c.err = worker.ReadFile(path)
+		if c.err != nil {
+			done <- c
+			return
+		}
+		c.cfg, c.err = config.Parse(c.data, e.lookup)
+		if c.err != nil && !errors.As(c.err, &c.ps) {
+			done <- c
+			return
+		}
+		c.err = nil
+		c.ps = append(c.ps, newProblems(c.ps, worker.Check(c.cfg))...)
+		done <- c
+	}()
+	var c checked
+	select {
+	case c = <-done:
+	case <-e.ctx.Done():
+		return nil, interrupted(path)
+	}
+	if c.err != nil {
+		return nil, &exitError{code: exitUsage, err: c.err}
+	}
+	data, cfg, ps := c.data, c.cfg, c.ps
 	if len(ps) > 0 {
 		ps.Sort()
 		printProblems(e.stderr, path, data, cfg, ps)
 		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: %d problem(s)", path, len(ps))}
 	}
 	return cfg, nil
+}
+
+// errInterrupted is wrapped by loadConfig's error when SIGTERM or SIGINT
+// came first.
+var errInterrupted = errors.New("interrupted (SIGTERM or SIGINT) before the config was checked")
+
+func interrupted(path string) error {
+	return &exitError{code: exitFailure, err: fmt.Errorf("%s: %w", path, errInterrupted)}
 }
 
 // newProblems returns the problems of parts about fields that have none

@@ -19,6 +19,12 @@ import (
 )
 
 func main() {
+	// SIGHUP is caught for the whole life of the process, never left to
+	// its default action (exit 129): `run` reloads on it, and one that
+	// arrives while the worker starts or stops (after "stopped cleanly",
+	// before the admin listener and the source are closed) is dropped. The
+	// other commands ignore it.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv)
 	stop()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,14 +19,26 @@ type runCmd struct {
 
 // Run is the worker: exit 0 after a clean stop (SIGTERM/SIGINT drain), 2 for
 // a bad config, 1 for a runtime failure. SIGHUP reloads the shaping settings
-// from the file; a bad reload keeps the old settings and logs why.
+// from the file (and reopens the dead-letter file); a bad reload keeps the
+// old settings and logs why. A SIGHUP never ends the process.
 func (r runCmd) Run(e *env) error {
 	path, err := r.path(e)
 	if err != nil {
 		return err
 	}
 	r.Config = path
+	// SIGHUP is caught from here until Run returns, after the admin
+	// listener and the source are closed (the deferred Stop runs last);
+	// main keeps it caught until the process exits. One that arrives
+	// before the worker runs, or while it stops, is dropped.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := loadConfig(e, path)
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintln(e.stderr, "pacer: stopped before starting:", err)
+		return nil // a stop asked for before the start is a clean stop
+	}
 	if err != nil {
 		return err
 	}
@@ -57,9 +71,6 @@ func (r runCmd) Run(e *env) error {
 	}
 	defer stopAdmin()
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {

@@ -7,6 +7,10 @@
 // snapshot that encodes to JSON can be served. PUT /rate is off unless a
 // bearer token is configured; the token is compared in constant time and is
 // never logged.
+//
+// NewServer serves a handler with bounds on what clients can hold (header,
+// read, write and idle timeouts, header bytes, a connection cap that closes
+// the idlest connection first): see Limits.
 package admin
 
 import (

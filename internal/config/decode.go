@@ -80,14 +80,20 @@ const (
 	MaxFileBytes = 256 << 10
 	// MaxTokens bounds the YAML tokens (keys, values, indicators) of a file.
 	MaxTokens = 20000
+	// MaxAliasNodes bounds the YAML nodes decoded through aliases (*name,
+	// <<: *name), each alias counting the nodes of what it names: aliases
+	// of aliases multiply, so a small file could otherwise expand to
+	// millions of nodes. A config that shares a TLS block or a list of
+	// brokers stays far below it.
+	MaxAliasNodes = 20000
 )
 
-// Load reads the file at path and parses it (see Parse) with the process
-// environment.
+// Load reads the file at path (see ReadFile) and parses it (see Parse)
+// with the process environment.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, err
 	}
 	return Parse(data, os.LookupEnv)
 }
@@ -204,6 +210,12 @@ type decoder struct {
 	lines []string
 	// hints are warnings found while decoding (see commentCut).
 	hints Problems
+	// aliasNodes counts the nodes reached through aliases (see
+	// MaxAliasNodes); sizes caches each anchor's node count. Past the cap,
+	// over is set and the decoding stops.
+	aliasNodes int
+	sizes      map[ast.Node]int
+	over       bool
 }
 
 func (d *decoder) add(n ast.Node, path, format string, args ...any) {
@@ -232,6 +244,9 @@ var (
 func (d *decoder) walk(n ast.Node, v reflect.Value, path string) {
 	d.depth++
 	defer func() { d.depth-- }()
+	if d.over {
+		return
+	}
 	if d.depth > 32 {
 		d.add(n, path, "nested too deeply")
 		return
@@ -321,7 +336,7 @@ func (d *decoder) mark(n ast.Node, path string) {
 // of scalars or a mapping of scalars.
 func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
 	n = d.unwrap(n)
-	if n == nil {
+	if n == nil || d.over {
 		return
 	}
 	t := v.Type()
@@ -705,12 +720,44 @@ func (d *decoder) unwrap(n ast.Node) ast.Node {
 			if !ok {
 				return n
 			}
+			d.expand(x, target)
 			n = target
 		default:
 			return n
 		}
 	}
 	return n
+}
+
+// expand counts the nodes that alias brings in (target's), and stops the
+// decoding with a problem at the alias once they pass MaxAliasNodes.
+func (d *decoder) expand(alias, target ast.Node) {
+	if d.over {
+		return
+	}
+	size, ok := d.sizes[target]
+	if !ok {
+		var c nodeCounter
+		ast.Walk(&c, target)
+		size = int(c)
+		if d.sizes == nil {
+			d.sizes = map[ast.Node]int{}
+		}
+		d.sizes[target] = size
+	}
+	d.aliasNodes += size
+	if d.aliasNodes > MaxAliasNodes {
+		d.over = true
+		d.add(alias, "", "aliases expand to more than %d YAML nodes (aliases of aliases multiply); a config may expand to at most %d: share less through anchors", MaxAliasNodes, MaxAliasNodes)
+	}
+}
+
+// nodeCounter counts the nodes ast.Walk visits.
+type nodeCounter int
+
+func (c *nodeCounter) Visit(ast.Node) ast.Visitor {
+	*c++
+	return c
 }
 
 func fieldsOf(t reflect.Type) map[string]int {

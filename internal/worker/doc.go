@@ -12,9 +12,8 @@ package worker
 
 import (
 	"context"
-	"fmt"
-	"os"
 
+	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
@@ -27,14 +26,10 @@ var (
 	BuildVersion = "dev"
 )
 
-// ReadFile reads a config file, its error naming the config.
-func ReadFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return data, nil
-}
+// ReadFile reads a config file, bounded before it is parsed (see
+// config.ReadFile: a path to /dev/zero or a huge file is refused), its
+// error naming the config.
+func ReadFile(path string) ([]byte, error) { return config.ReadFile(path) }
 
 // Engine is the worker's engine.
 func (w *Worker) Engine() *pacer.Engine { return w.engine }

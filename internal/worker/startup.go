@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -89,7 +88,7 @@ func serveStarting(addr string, log *slog.Logger, why func() string) func() {
 		log.Warn("pacer: admin listener while starting", "err", adminListenErr(err))
 		return func() {}
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := admin.NewServer(h, admin.Limits{}) // timeouts and a connection cap: idle clients cannot exhaust it
 	go func() { _ = srv.Serve(ln) }()
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

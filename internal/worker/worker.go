@@ -50,6 +50,9 @@ type Worker struct {
 	// limiters are kept across reloads that do not change them, so a
 	// SIGHUP never resets a daily quota or restarts a warm-up.
 	shaping pacer.Shaping
+	// reopen reopens the dead-letter file at its path (nil: none); SIGHUP
+	// calls it, after a log rotation.
+	reopen func() error
 }
 
 // newWorker builds the source, sink, dead-letter writer, limiters and engine
@@ -108,6 +111,9 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	if dl == nil {
 		if dl, err = buildDeadLetter(cfg, &w.closers); err != nil {
 			return nil, err
+		}
+		if f, ok := dl.(interface{ Reopen() error }); ok {
+			w.reopen = f.Reopen
 		}
 	}
 	if dl == nil && cfg.DeadLetter.Type == "none" {
@@ -218,6 +224,11 @@ func (w *Worker) Reload(path string, lookup func(string) (string, bool)) {
 	// out of a hostile Retry-After, or back in after fixing the pipeline).
 	w.engine.ClearPause()
 	w.engine.ResetBreaker()
+	if w.reopen != nil {
+		if err := w.reopen(); err != nil {
+			log.Error("pacer: reload: reopening the dead-letter file failed; its next write tries again", "path", w.cfg.DeadLetter.Path, "err", err)
+		}
+	}
 	data, err := ReadFile(path)
 	if err != nil {
 		log.Error("pacer: reload failed; keeping the current settings", "err", err)
@@ -485,7 +496,7 @@ func (w *Worker) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 	if err != nil {
 		return nil, "", adminListenErr(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := admin.NewServer(h, admin.Limits{}) // timeouts and a connection cap: idle clients cannot exhaust it
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("pacer: admin listener stopped", "err", err)

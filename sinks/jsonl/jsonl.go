@@ -15,6 +15,21 @@
 // its lines with one Write under a lock, so lines never interleave. With
 // Fsync, a file is synced before the call reports success, so a Delivered
 // result or a nil DeadLetter error means the lines are on disk.
+//
+// A file opened at a Path holds whole lines only: a write counts when all
+// of its lines, newline included, were written (and, with Fsync, synced);
+// after a failed or short write (a full disk) or a failed sync the file is
+// truncated back to its length before the write, so no partial line
+// remains and the call reports failure (Retry results, a DeadLetter error:
+// the engine then leaves the message for redelivery). If that truncation
+// fails too, no later write is appended until it succeeds. The sink must
+// be the file's only writer (truncating back assumes no one else appends).
+//
+// Rotation: before each write the sink compares the file at Path with the
+// one it holds open (device and inode); when the path names another file
+// or none (logrotate's mv, an rm), it opens the path again, creating the
+// file, so later lines land at the path. Reopen does the same on demand
+// (SIGHUP).
 package jsonl
 
 import (
@@ -24,7 +39,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -50,14 +67,22 @@ type Config struct {
 
 // Sink writes JSON lines. Build it with New; Close it when done.
 type Sink struct {
-	now func() time.Time
+	now   func() time.Time
+	path  string // the file's path when the sink opened one
+	fsync bool
 
 	mu     sync.Mutex
 	w      io.Writer
-	file   *os.File // non-nil when the sink opened it
+	file   *os.File    // non-nil when the sink opened it
+	info   os.FileInfo // file's identity when opened, to notice rotation
 	syncer interface{ Sync() error }
 	buf    []byte
 	closed bool
+	// cut is the length to truncate file back to before the next write
+	// (-1: none): a failed write whose truncation failed too.
+	cut int64
+	// write writes p to file (f.Write; tests inject short writes).
+	write func(f *os.File, p []byte) (int, error)
 }
 
 var (
@@ -67,7 +92,7 @@ var (
 
 // New opens the destination.
 func New(cfg Config) (*Sink, error) {
-	s := &Sink{now: cfg.Now}
+	s := &Sink{now: cfg.Now, cut: -1, write: (*os.File).Write}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -77,11 +102,11 @@ func New(cfg Config) (*Sink, error) {
 	case cfg.Path == "" || cfg.Path == "-":
 		s.w = os.Stdout
 	default:
-		f, err := os.OpenFile(cfg.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("stdout: opening %s: %w", cfg.Path, err)
+		s.path, s.fsync = cfg.Path, cfg.Fsync
+		if err := s.openLocked(); err != nil {
+			return nil, err
 		}
-		s.w, s.file = f, f
+		return s, nil
 	}
 	if cfg.Fsync {
 		if sy, ok := s.w.(interface{ Sync() error }); ok && s.w != os.Stdout {
@@ -89,6 +114,84 @@ func New(cfg Config) (*Sink, error) {
 		}
 	}
 	return s, nil
+}
+
+// Reopen closes the file the sink opened at Config.Path and opens the path
+// again, creating the file if it is gone (after a log rotation; SIGHUP).
+// It does nothing for standard output or a Config.Writer. On an error the
+// old file stays in use and the next write tries the path again.
+func (s *Sink) Reopen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.path == "" || s.closed {
+		return nil
+	}
+	return s.openLocked()
+}
+
+// openLocked opens s.path for appending and makes it the sink's file,
+// closing the previous one. With fsync, the directory is synced too, so
+// that a file it created survives a crash.
+func (s *Sink) openLocked() error {
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("stdout: opening %s: %w", s.path, err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("stdout: opening %s: %w", s.path, err)
+	}
+	if s.fsync {
+		if err := syncDir(filepath.Dir(s.path)); err != nil {
+			f.Close()
+			return fmt.Errorf("stdout: opening %s: syncing its directory: %w", s.path, err)
+		}
+	}
+	if s.file != nil {
+		s.truncateLocked() // a partial line left in the old file goes before it is let go
+		_ = s.file.Close()
+	}
+	s.w, s.file, s.info, s.cut = f, f, info, -1
+	if s.fsync {
+		s.syncer = f
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// rotatedLocked reports whether s.path no longer names the open file (it
+// was renamed or removed, and maybe replaced). When the path cannot be
+// checked for another reason (a directory not searchable for a moment),
+// the open file is kept.
+func (s *Sink) rotatedLocked() bool {
+	cur, err := os.Stat(s.path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return !os.SameFile(cur, s.info)
+}
+
+// truncateLocked cuts the file back to s.cut, if a failed write left a
+// partial line there; it reports whether the file now ends with a whole
+// line.
+func (s *Sink) truncateLocked() bool {
+	if s.cut < 0 {
+		return true
+	}
+	if err := s.file.Truncate(s.cut); err != nil {
+		return false
+	}
+	s.cut = -1
+	return true
 }
 
 // Close closes the file the sink opened (not standard output or a
@@ -145,8 +248,9 @@ func encode(b []byte) (string, string) {
 }
 
 // Deliver implements pacer.Sink: it writes one line per message in one
-// write. A failed write makes every message Retry (a partial line may remain
-// in the file; readers should skip a line that is not JSON).
+// write. A failed write makes every message Retry (a file at a Path is cut
+// back to whole lines; another Writer may keep a partial line, which
+// readers should skip).
 func (s *Sink) Deliver(ctx context.Context, msgs []*pacer.Message, results []pacer.Result) pacer.Feedback {
 	if len(msgs) == 0 {
 		return pacer.Feedback{}
@@ -203,6 +307,9 @@ func (s *Sink) writeLocked() error {
 	if s.closed {
 		return ErrClosed
 	}
+	if s.file != nil {
+		return s.writeFileLocked()
+	}
 	if _, err := s.w.Write(s.buf); err != nil {
 		return fmt.Errorf("stdout: write: %w", err)
 	}
@@ -210,6 +317,41 @@ func (s *Sink) writeLocked() error {
 		if err := s.syncer.Sync(); err != nil {
 			return fmt.Errorf("stdout: fsync: %w", err)
 		}
+	}
+	return nil
+}
+
+// writeFileLocked appends s.buf to the file at s.path, reopening the path
+// first if it names another file now; the write counts only when it is
+// whole and synced, else the file is cut back to where it was.
+func (s *Sink) writeFileLocked() error {
+	if s.rotatedLocked() {
+		if err := s.openLocked(); err != nil {
+			return err
+		}
+	}
+	if !s.truncateLocked() {
+		return fmt.Errorf("stdout: %s ends with a partial line that could not be truncated away; not appending after it", s.path)
+	}
+	before, err := s.file.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("stdout: %s: %w", s.path, err)
+	}
+	n, err := s.write(s.file, s.buf)
+	if err == nil && n < len(s.buf) {
+		err = io.ErrShortWrite
+	}
+	if err == nil && s.syncer != nil {
+		if err = s.syncer.Sync(); err != nil {
+			err = fmt.Errorf("fsync: %w", err)
+		}
+	}
+	if err != nil {
+		s.cut = before
+		if !s.truncateLocked() {
+			return fmt.Errorf("stdout: write %s: %w (and truncating its partial line failed: retried before the next write)", s.path, err)
+		}
+		return fmt.Errorf("stdout: write %s: %w (truncated back to %d bytes: no partial line)", s.path, err, before)
 	}
 	return nil
 }
