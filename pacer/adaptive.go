@@ -117,6 +117,33 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	c.pidRate = c.ceiling
 }
 
+// keepLearned is a reload that kept the configured rate and the group
+// (c.mu held): what the controller learned stays, the new burst becomes the
+// finder's ceiling for it, and the rate and burst in force are applied to
+// the bucket the reload built (at bucketRate and bucketBurst), and to the
+// Global budget when the limit is shared.
+func (c *controller) keepLearned(now time.Time, bucketRate float64, bucketBurst int) {
+	c.effBurst = c.burst
+	if f := c.lf; f != nil {
+		f.cfgBurst = c.burst
+		if f.throts > 0 || f.src != LimitConfigured {
+			f.burst = f.burstFor(f.rate)
+		} else {
+			f.burst = c.burst
+		}
+		c.effBurst = f.burst
+		if c.group.apply != nil && f.share != nil {
+			c.group.apply(now, f.rate, f.burst)
+		}
+	}
+	if c.eff != bucketRate && c.active.Load() {
+		c.apply(now, c.eff, "reload-kept-learned-limit")
+	}
+	if c.effBurst != bucketBurst && c.applyBurst != nil {
+		c.applyBurst(now, c.effBurst)
+	}
+}
+
 // resetIn is how long until rl's window resets, seen at now: exact when
 // the header gave an absolute time.
 func resetIn(rl *RateLimitInfo, now time.Time) time.Duration {

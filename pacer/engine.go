@@ -376,9 +376,17 @@ func (e *Engine) Reload(s Shaping) error {
 	e.cfg.Shaping = s
 	e.globalRetry.Store(int64(s.GlobalRetry))
 	e.sh.mu.Unlock()
+	// What the controller learned depends on the configured rate (its
+	// ceiling) and the group it shares a limit with: a reload that keeps
+	// them keeps the learned limit (a SIGHUP with an unchanged file used to
+	// send the rate back to the ceiling, and the API answered 429s).
+	keepLearned := newBucket != nil && s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
+		s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
 	e.ctrl.burst = s.Burst
 	e.ctrl.group = e.groupOf(&s) // the next setCeiling builds the finder for it
-	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
+	if keepLearned {
+		e.ctrl.keepLearned(now, newBucket.rate.PerSecond(), newBucket.burst)
+	} else if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate, now)
 		e.applyRateExact(now, s.Rate, "reload")
 		if newBucket.burst != s.Burst {

@@ -34,6 +34,9 @@ type limitRun struct {
 	burst   int
 	peak    float64
 	during  func(api *testapi.API, start time.Time, stop <-chan struct{}) // runs in the bubble while the engines run
+	// operate runs in the bubble while the engines run, as an operator
+	// would (SIGHUP: Reload); stop closes when the last engine returned.
+	operate func(engines []*pacer.Engine, start time.Time, stop <-chan struct{})
 	global  func() algorithms.Limiter                                     // a limiter shared by the workers (nil: none)
 	// board: the workers share what they learn through a LimitBoard
 	// (algorithms.LocalLimitBoard) and global, configured at globalRate.
@@ -169,6 +172,15 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	} else {
 		close(done)
 	}
+	operated := make(chan struct{})
+	if lr.operate != nil {
+		go func() {
+			lr.operate(engines, start, stop)
+			close(operated)
+		}()
+	} else {
+		close(operated)
+	}
 	errc := make(chan error, workers)
 	for _, e := range engines {
 		go func() { errc <- e.Run(context.Background()) }()
@@ -190,6 +202,7 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	close(stop)
 	api.Close()
 	<-done
+	<-operated
 	res := limitResult{start: start, took: took, firstDone: firstDone, throttled: api.Throttled(), status: status,
 		acked: led.Count(pacer.SettledAck), deadLetter: len(dl.Entries()), naked: led.Count(pacer.SettledNak)}
 	for _, r := range api.Accepted() {
