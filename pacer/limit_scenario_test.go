@@ -37,7 +37,7 @@ type limitRun struct {
 	// operate runs in the bubble while the engines run, as an operator
 	// would (SIGHUP: Reload); stop closes when the last engine returned.
 	operate func(engines []*pacer.Engine, start time.Time, stop <-chan struct{})
-	global  func() algorithms.Limiter                                     // a limiter shared by the workers (nil: none)
+	global  func() algorithms.Limiter // a limiter shared by the workers (nil: none)
 	// board: the workers share what they learn through a LimitBoard
 	// (algorithms.LocalLimitBoard) and global, configured at globalRate.
 	board      bool
