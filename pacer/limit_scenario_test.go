@@ -43,6 +43,12 @@ type limitRun struct {
 	board      bool
 	globalRate float64
 	inFlight   int
+	// model serves the requests instead of api (a gateway's limiter, see
+	// limit_models_test.go).
+	model *modelAPI
+	// phase: the engines start this long after a whole second (windows
+	// aligned to wall-clock time are met at a random phase, as in life).
+	phase time.Duration
 }
 
 // limitResult is what the API saw.
@@ -112,6 +118,11 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	}
 	api := testapi.NewHandler(cfg)
 	t.Cleanup(api.Close)
+	var transport http.RoundTripper = api.Transport()
+	if lr.model != nil {
+		transport = lr.model
+	}
+	time.Sleep(lr.phase)
 	workers := max(1, lr.workers)
 	if lr.rate == 0 {
 		lr.rate, lr.burst, lr.peak = 100, 50, 200
@@ -136,7 +147,7 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 		part := msgs[w*len(msgs)/workers : (w+1)*len(msgs)/workers]
 		sink, err := httpsink.New(httpsink.Config{
 			URL:    "http://api.test/things",
-			Client: &http.Client{Transport: api.Transport()},
+			Client: &http.Client{Transport: transport},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -207,6 +218,9 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 		acked: led.Count(pacer.SettledAck), deadLetter: len(dl.Entries()), naked: led.Count(pacer.SettledNak)}
 	for _, r := range api.Accepted() {
 		res.accepted = append(res.accepted, r.Time)
+	}
+	if lr.model != nil {
+		res.accepted, res.throttled = lr.model.records()
 	}
 	sort.Slice(res.accepted, func(i, j int) bool { return res.accepted[i].Before(res.accepted[j]) })
 	return res
