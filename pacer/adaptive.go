@@ -65,6 +65,13 @@ type controller struct {
 	lastSrc       LimitSource // and its source
 	lastBehaviour Behaviour   // and the behaviour recognised
 
+	// The latency signal (auto mode): the in-flight cap it sets while the
+	// downstream queues (queueing.go), read by admit without the lock
+	// (0: none), and how many requests are in flight now.
+	qs         *queueSignal // c.mu
+	concCap    atomic.Int64
+	sendingNow func() int
+
 	edge       windowEdge // c.mu
 	lastWarn   string     // c.mu: the last header warning logged, and when
 	lastWarnAt time.Time
@@ -73,6 +80,9 @@ type controller struct {
 func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time, g group) *controller {
 	c := &controller{cfg: cfg, inFlight: maxInFlight, burst: burst, minBurst: batch, maxPause: maxPause}
 	c.group = g
+	if cfg.Mode == AdaptiveAuto {
+		c.qs = newQueueSignal(maxInFlight)
+	}
 	c.setCeiling(rate, now)
 	return c
 }
@@ -211,7 +221,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lf != nil {
-		c.observeAuto(now, throttled, fb.Status == statusTooManyRequests, rl, left, delivered, gateFrom, gateEnd)
+		c.observeAuto(now, throttled, fb.Status == statusTooManyRequests, rl, left, delivered, latency, gateFrom, gateEnd)
 		if c.cfg.Mode != AdaptivePID {
 			return
 		}
@@ -282,7 +292,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 }
 
 // observeAuto is observe for the limit finder (c.mu held).
-func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *RateLimitInfo, left time.Duration, delivered int, gateFrom, gateEnd time.Time) {
+func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *RateLimitInfo, left time.Duration, delivered int, latency time.Duration, gateFrom, gateEnd time.Time) {
 	f := c.lf
 	if !gateEnd.IsZero() && gateEnd.After(gateFrom) {
 		f.gated(gateFrom, gateEnd)
@@ -308,6 +318,23 @@ func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *Rat
 		if until, why := f.takeHold(); until.After(now) {
 			c.raiseGate(now, until.Sub(now), why)
 			cause = "penalty-box"
+		}
+	}
+	if c.qs != nil {
+		n := 0
+		if c.sendingNow != nil {
+			n = c.sendingNow()
+		}
+		capped, queued := c.qs.observe(now, latency, throttled, n)
+		if capped {
+			lim := c.qs.limit()
+			c.concCap.Store(int64(lim))
+			if c.info != nil {
+				c.info("pacer: downstream queues: in-flight cap", "cap", lim, "max_in_flight", c.qs.max, "unqueued_latency", c.qs.unqueued().String())
+			}
+		}
+		if queued && f.queued(now) {
+			changed, cause = true, "queueing"
 		}
 	}
 	if !changed && f.tick(now) {
@@ -370,13 +397,13 @@ func (c *controller) learned() (limit float64, src LimitSource, last time.Time, 
 // behaviour reports how the downstream was seen to limit, the rate-limit
 // header it advertises in ("" none) and the in-flight cap the latency
 // signal set (0 none).
-func (c *controller) behaviour() (b Behaviour, header string) {
+func (c *controller) behaviour() (b Behaviour, header string, concCap int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lf == nil {
-		return BehaviourUnknown, ""
+		return BehaviourUnknown, "", 0
 	}
-	return c.lf.behaviour, c.lf.header
+	return c.lf.behaviour, c.lf.header, int(c.concCap.Load())
 }
 
 // set moves the controller's own rate (AIMD, PID) and applies the

@@ -57,6 +57,7 @@ type Engine struct {
 	slotWaiters atomic.Int32  // workers waiting for a slot
 	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
 	inflight    atomic.Int64  // taken from the queue, not yet settled
+	sending     atomic.Int64  // admitted (or holding a sending turn), not yet answered
 	pending     atomic.Int64  // handed over by the source, not yet settled
 	slots       int64
 	// Turns are channels, not mutexes: a worker waits for its turn while
@@ -165,6 +166,7 @@ func New(cfg Config) (*Engine, error) {
 	e.ctrl.applyBurst = e.applyBurst
 	e.ctrl.warn = e.log.Warn
 	e.ctrl.info = e.log.Info
+	e.ctrl.sendingNow = func() int { return int(e.sending.Load()) }
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff

@@ -56,3 +56,24 @@ func TestLimitGateways(t *testing.T) {
 		}
 	}
 }
+// nginx's limit_req in delay mode (rate=50r/s burst=20, no nodelay): the
+// excess waits inside the gateway and nothing is ever refused, so only
+// latency tells that the API queues. Target: >= 49/s with the median time
+// at the API within twice the unqueued time + 10 ms (5 ms unqueued: 20 ms;
+// before, 8 requests in flight sat 160 ms in nginx's queue).
+func TestLimitGatewayQueues(t *testing.T) {
+	const n, unqueued = 1500, 5 * time.Millisecond
+	m := &modelAPI{gate: &gcra{rate: 50, burst: 20, delay: true}, latency: unqueued}
+	r := runLimit(t, limitRun{model: m, mode: pacer.AdaptiveAuto, n: n, phase: 230 * time.Millisecond})
+	sus := r.sustained(10 * time.Second)
+	p50 := m.p50()
+	t.Logf("nginx delay mode: %d accepted in %v, 429s %d, sustained after 10s %.1f/s, p50 %v; per second:%s; status %+v",
+		len(r.accepted), r.took, len(r.throttled), sus, p50, r.perSecond(), r.status[0])
+	r.check(t, n)
+	if sus < 49 {
+		t.Errorf("sustained %.1f/s < 49/s", sus)
+	}
+	if p50 > 2*unqueued+10*time.Millisecond {
+		t.Errorf("p50 at the API %v > 2 x %v + 10 ms: the gateway queues", p50, unqueued)
+	}
+}

@@ -21,6 +21,9 @@ const (
 	// Limit429: learned from what the downstream accepted before it
 	// throttled (429, 503, timeouts).
 	Limit429
+	// LimitLatency: learned from what the downstream delivered while its
+	// latency showed it queued the rest (no 429).
+	LimitLatency
 )
 
 func (s LimitSource) String() string {
@@ -29,6 +32,8 @@ func (s LimitSource) String() string {
 		return "headers"
 	case Limit429:
 		return "429s"
+	case LimitLatency:
+		return "latency"
 	}
 	return "configured"
 }
@@ -490,6 +495,41 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	return true
 }
 
+// queued folds in an interval whose latency showed the downstream queues
+// (queueSignal) at now: what it delivered over the last second, while
+// sending was possible, is its rate, and a rate above it only fills its
+// queue. It reports whether rate or burst changed.
+func (f *limitFinder) queued(now time.Time) bool {
+	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
+		return false // the advertised budget drives the rate
+	}
+	end := f.evidenceEnd(now)
+	from := maxTime(end.Add(-time.Second), f.start)
+	act := f.active(from, end)
+	if act < lfSecActive {
+		return false
+	}
+	got := float64(f.count(from, end)) / act.Seconds()
+	if got <= 0 || f.rate <= 1.02*got {
+		return false // not sending over what it delivers: queueing is not the rate's
+	}
+	if f.probing {
+		f.probing = false
+		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
+	}
+	f.behaviour = BehaviourQueueing
+	f.limit = max(got, f.floor)
+	f.src = LimitLatency
+	f.exact = true
+	f.weak = false
+	f.rate = f.cruise()
+	f.burst = f.burstFor(f.rate)
+	f.cleanSince = now
+	f.nextProbe = maxTime(f.nextProbe, now.Add(f.probeEvery))
+	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle})
+	return true
+}
+
 // saturated is the limit the current span of refusals measures (0: none):
 // refusals at most lfSatGap apart for at least lfSatMin, no gate among
 // them, and something accepted: a downstream that refused the excess all
@@ -666,7 +706,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 			return true
 		}
 	}
-	if f.src != Limit429 || f.limit <= 0 || !f.hdrUntil.IsZero() {
+	if (f.src != Limit429 && f.src != LimitLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
 	}
 	if f.unfollow(now) {

@@ -146,8 +146,8 @@ func (e *Engine) Status() Status {
 	lim, src, last, _ := e.ctrl.learned()
 	s.LearnedLimit, s.LimitSource = lim, src.String()
 	s.LimitShared = e.ctrl.shared()
-	b, hdr := e.ctrl.behaviour()
-	s.LimitBehaviour, s.LimitHeader = b.String(), hdr
+	b, hdr, cc := e.ctrl.behaviour()
+	s.LimitBehaviour, s.LimitHeader, s.ConcurrencyLimit = b.String(), hdr, cc
 	s.LimitBoardError = e.shareErr.Load()
 	s.SinceThrottle = -1
 	if !last.IsZero() {

@@ -271,7 +271,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	g(descRate, s.Rate)
 	g(descConfRate, s.ConfiguredRate)
 	g(descTokens, s.Tokens)
-	for _, src := range []pacer.LimitSource{pacer.LimitConfigured, pacer.LimitHeaders, pacer.Limit429} {
+	for _, src := range []pacer.LimitSource{pacer.LimitConfigured, pacer.LimitHeaders, pacer.Limit429, pacer.LimitLatency} {
 		v := 0.0
 		if s.LimitSource == src.String() {
 			v = s.LearnedLimit
