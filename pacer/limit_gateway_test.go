@@ -56,6 +56,7 @@ func TestLimitGateways(t *testing.T) {
 		}
 	}
 }
+
 // nginx's limit_req in delay mode (rate=50r/s burst=20, no nodelay): the
 // excess waits inside the gateway and nothing is ever refused, so only
 // latency tells that the API queues. Target: >= 49/s with the median time
