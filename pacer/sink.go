@@ -73,6 +73,11 @@ type RateLimitInfo struct {
 	// Warning, if set, says a header was not understood and was ignored;
 	// the engine logs it (WARN).
 	Warning string
+	// Dialect names the header family the budget was read from, for
+	// /status and logs: "ietf" (RateLimit structured fields),
+	// "ietf-draft", "x-ratelimit", "discord", "shopify" (a leaky bucket
+	// read as a window); "" unknown.
+	Dialect string
 }
 
 // Sink delivers messages downstream.

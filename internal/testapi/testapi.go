@@ -113,6 +113,11 @@ type Config struct {
 	// Headers selects the rate-limit headers sent (HeadersAll by default).
 	// A 429 always carries Retry-After in whole seconds, rounded up.
 	Headers Headers
+	// Dialect, when not DialectNone, makes the API count and answer as a
+	// real API does (GitHub, Discord, Shopify, the IETF drafts, Stripe's
+	// bare 429, a Retry-After date, a penalty box); Limiter and Headers
+	// are then ignored. See Dialect.
+	Dialect Dialect
 }
 
 // Limiter is the API's counting scheme; see Config.Limiter.
@@ -192,6 +197,7 @@ type API struct {
 	inflight  int
 	maxInFlit int
 	window    windowCounter
+	dialect   dialectState
 	throttled []time.Time // arrival times of 429 answers
 	others    int         // accepted requests spent by Spend (another client)
 }
@@ -425,7 +431,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ok bool
 	var tokens float64
 	var wb windowBudget
-	if cfg.Limiter == LimiterBucket {
+	var da dialectAnswer
+	if cfg.Dialect != DialectNone {
+		da = a.dialect.serve(now, cfg, a.lim)
+		ok = da.ok
+	} else if cfg.Limiter == LimiterBucket {
 		ok = a.lim.AllowN(now, 1)
 		tokens = a.lim.TokensAt(now)
 	} else {
@@ -462,7 +472,19 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.mu.Unlock()
 	}()
 
-	if limited && cfg.Limiter == LimiterBucket && cfg.Headers == HeadersAll {
+	if cfg.Dialect != DialectNone {
+		for k, v := range da.header {
+			w.Header()[k] = v
+		}
+		if !ok {
+			body := da.body
+			if body == nil {
+				body = map[string]any{"error": "rate limited"}
+			}
+			writeJSON(w, http.StatusTooManyRequests, body)
+			return
+		}
+	} else if limited && cfg.Limiter == LimiterBucket && cfg.Headers == HeadersAll {
 		setRateLimitHeaders(w.Header(), cfg, tokens, !ok)
 	} else if limited && cfg.Limiter != LimiterBucket {
 		wb.write(w.Header(), cfg, now)

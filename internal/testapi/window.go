@@ -117,7 +117,9 @@ func (a *API) Spend(n int) int {
 	got := 0
 	for range n {
 		var ok bool
-		if a.cfg.Limiter == LimiterBucket {
+		if a.cfg.Dialect != DialectNone {
+			ok = a.dialect.serve(now, a.cfg, a.lim).ok
+		} else if a.cfg.Limiter == LimiterBucket {
 			ok = a.lim.AllowN(now, 1)
 		} else {
 			ok, _ = a.window.allow(now, a.cfg)

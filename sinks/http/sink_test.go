@@ -178,7 +178,7 @@ func TestThrottleFeedbackAndStop(t *testing.T) {
 	if !fb.Throttled || fb.Status != 429 || fb.RetryAfter != time.Second {
 		t.Errorf("Feedback = %+v", fb)
 	}
-	want429 := pacer.RateLimitInfo{Limit: 2, Remaining: 0, Reset: time.Second, Window: time.Second, Header: `RateLimit: "bucket";r=0;t=1`}
+	want429 := pacer.RateLimitInfo{Limit: 2, Remaining: 0, Reset: time.Second, Window: time.Second, Header: `RateLimit: "bucket";r=0;t=1`, Dialect: "ietf"}
 	if fb.RateLimit == nil || *fb.RateLimit != want429 {
 		t.Errorf("Feedback.RateLimit = %+v want %+v", fb.RateLimit, want429)
 	}
@@ -198,7 +198,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	if r.Outcome != pacer.Retry || r.RetryAfter != 90*time.Second {
 		t.Errorf("result = %+v want Retry after 90s", r)
 	}
-	want := pacer.RateLimitInfo{Limit: 100, Remaining: 0, Reset: 90 * time.Second, ResetAt: t0.Add(90 * time.Second), Header: "X-RateLimit-Reset: 1772366490"}
+	want := pacer.RateLimitInfo{Limit: 100, Remaining: 0, Reset: 90 * time.Second, ResetAt: t0.Add(90 * time.Second), Header: "X-RateLimit-Reset: 1772366490", Dialect: DialectX}
 	if !fb.Throttled || fb.RateLimit == nil || *fb.RateLimit != want {
 		t.Errorf("Feedback = %+v, RateLimit %+v want %+v", fb, fb.RateLimit, want)
 	}
