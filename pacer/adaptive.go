@@ -204,7 +204,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	if useRL && rl.Remaining == 1 && c.cfg.Mode == AdaptiveAuto && c.active.Load() {
 		c.mu.Lock()
 		win := c.edge.window(rl)
-		spent = (!rl.ResetAt.IsZero() || left%time.Second != 0) && !c.edge.rolling(now, win)
+		spent = c.lf != nil && c.lf.reserve() == 1 && (!rl.ResetAt.IsZero() || left%time.Second != 0) && !c.edge.rolling(now, win)
 		c.mu.Unlock()
 	}
 	if spent {
@@ -302,7 +302,10 @@ func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *Rat
 	cause := ""
 	if rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 {
 		f.behaviour = BehaviourHeaders
-		if h, _, ok := strings.Cut(rl.Header, ":"); ok {
+		switch h, _, ok := strings.Cut(rl.Header, ":"); {
+		case rl.Dialect != "":
+			f.header = rl.Dialect
+		case ok:
 			f.header = h
 		}
 		var lim float64

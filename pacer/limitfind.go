@@ -159,6 +159,7 @@ type limitFinder struct {
 	satN       int       // refusals in it
 	behaviour  Behaviour // how the downstream was seen to limit
 	header     string    // the rate-limit header it advertises its budget in ("" none)
+	shared     bool      // another client spends the same advertised budget
 	penalties  int       // penalty-box holds in a row
 	boxUntil   time.Time // the last penalty-box hold's end
 	hold       time.Time // a hold the controller must raise as a gate (zero: none)
@@ -290,6 +291,16 @@ func minTime(a, b time.Time) time.Time {
 
 func (f *limitFinder) clamp(r float64) float64 { return min(max(r, f.floor), f.ceiling) }
 
+// reserve is how much of an advertised window is kept back: one unit once
+// another client of the key was seen (or refused us within a budget said
+// to be left), none alone.
+func (f *limitFinder) reserve() int64 {
+	if f.shared {
+		return 1
+	}
+	return 0
+}
+
 // cruise is the rate under the learned limit: the headroom's share of it,
 // and no more than lfHeadroomInexact of it while the limit is not
 // measured exactly (a saturated span, a penalty box's quota) but bounded
@@ -394,7 +405,10 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	f.passes = 0
 	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
 		// The advertised budget drives the rate; a throttle only brings
-		// the burst down.
+		// the burst down, and says someone else spends it too.
+		if f.throts > 1 {
+			f.shared = true
+		}
 		f.burst = f.burstFor(f.rate)
 		return true
 	}
@@ -661,24 +675,33 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		}
 		return
 	}
-	// The last unit is kept in reserve: another client of the same key
-	// racing for it would cost a 429 and its Retry-After, rounded up to
-	// whole seconds (a window, where windows are a second long).
-	spare := float64(max(remaining-1, 0))
+	// Once another client of the same key was seen, the last unit is kept
+	// in reserve: racing it for that unit would cost a 429 and its
+	// Retry-After, rounded up to whole seconds (a window, where windows
+	// are a second long). Alone, the whole budget is spent.
+	var foreign int64
 	if quota > 0 && window > left {
 		if el := window - left; el >= 100*time.Millisecond {
 			ours := f.count(now.Add(-el), now)
-			if foreign := quota - remaining - ours; foreign > 0 {
-				spare = max(0, spare-float64(foreign)/el.Seconds()*left.Seconds())
-			}
+			foreign = quota - remaining - ours
 		}
+	}
+	// A few answers in flight read as another client's: only a share of
+	// the quota over them is one.
+	// Not while its own start-up burst is still being answered.
+	if foreign > max(2, quota/25) && remaining > 0 && now.Sub(f.start) > window {
+		f.shared = true
+	}
+	spare := float64(max(remaining-f.reserve(), 0))
+	if foreign > 0 && window > left {
+		spare = max(0, spare-float64(foreign)/(window-left).Seconds()*left.Seconds())
 	}
 	r := spare / left.Seconds()
 	if limit <= 0 && r > 0 && (f.limit == 0 || r > f.limit) {
 		f.limit = r
 	}
 	switch {
-	case remaining <= 1:
+	case remaining <= f.reserve():
 		// Spent but for the reserve: the gate waits for the reset (see
 		// controller.observe), and the rate then is the quota's.
 		if f.limit > 0 {
