@@ -59,6 +59,8 @@ const (
 	lfProbeStepMax    = 0.4                    // steps double while probes pass, up to this
 	lfSatGap          = time.Second            // refusals this close apart: the API stayed saturated
 	lfSatMin          = 400 * time.Millisecond // a saturated span this long measures the limit
+	lfQueuedOver      = 1.1                    // queueing is the rate's when it is this far over what is delivered
+	lfQueuedCool      = 3 * time.Second        // the headroom widens at most this often while it still queues
 	lfPenaltyWindow   = time.Second            // the window a penalty box is likely to count over
 	lfPenaltyMax      = 4 * time.Second        // the longest hold for one
 	lfPenaltyLeast    = 0.2                    // a quota below this share of the rate is not one
@@ -524,8 +526,33 @@ func (f *limitFinder) queued(now time.Time) bool {
 		return false
 	}
 	got := float64(f.count(from, end)) / act.Seconds()
-	if got <= 0 || f.rate <= 1.02*got {
-		return false // not sending over what it delivers: queueing is not the rate's
+	if got <= 0 {
+		return false
+	}
+	if f.probing && f.src == LimitLatency {
+		// The probe filled its queue: ended as a refusal would end it,
+		// the limit it started from holds.
+		f.probing = false
+		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
+		f.nextProbe = now.Add(f.probeEvery)
+		f.cleanSince = now
+		f.rate = f.cruise()
+		f.burst = f.burstFor(f.rate)
+		return true
+	}
+	if f.rate <= lfQueuedOver*got {
+		// Not sending well over what it delivers. Still queueing while
+		// cruising under a limit the latency taught: the cruise is at its
+		// rate (what it delivered while its queue drained measured a bit
+		// over it): the headroom widens, once per lfQueuedCool at most
+		// (the queue drains at the difference).
+		if f.src == LimitLatency && !f.probing && now.Sub(f.cleanSince) >= lfQueuedCool && f.headroom > lfHeadroomMin {
+			f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
+			f.cleanSince = now
+			f.rate = f.cruise()
+			return true
+		}
+		return false
 	}
 	if f.probing {
 		f.probing = false

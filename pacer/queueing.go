@@ -12,8 +12,9 @@ import (
 // no more throughput than one or two in flight would get. So, in the
 // spirit of TCP Vegas and the gradient limiters: the unqueued latency is
 // the lowest seen lately; while the median latency of an interval stays
-// above queuedLatency of it with no throttle, the requests in flight are
-// capped at the cap times the ratio (at least 1), and the rate is brought
+// above queuedLatency of it with no throttle (two intervals in a row), the
+// requests in flight are capped at the cap times the ratio (at least 1),
+// and the rate is brought
 // to what the downstream delivered (limitFinder.queued), so the queue
 // drains; while the median is back under it and the cap was reached, the
 // cap grows by one per interval, up to MaxInFlight, where it is lifted.
@@ -22,6 +23,7 @@ const (
 	qsMinSamples = 5                      // and at least this many answers in it
 	qsMinWindow  = 30 * time.Second       // the unqueued latency is the lowest over about this
 	qsQueuedAdd  = 10 * time.Millisecond  // queued: over twice the unqueued latency plus this
+	qsConfirm    = 2                      // for this many intervals in a row
 )
 
 // queuedLatency is the latency from which a downstream is taken to queue,
@@ -41,8 +43,10 @@ type queueSignal struct {
 	lats   []time.Duration
 	thr    bool // a throttle in the interval
 	busy   bool // the cap was reached in the interval
-	// queueing: the last interval's median was over queuedLatency.
+	// queueing: the last qsConfirm intervals' medians were over
+	// queuedLatency; over counts such intervals in a row.
 	queueing bool
+	over     int
 }
 
 func newQueueSignal(max int) *queueSignal { return &queueSignal{max: max, cap: max} }
@@ -93,11 +97,20 @@ func (q *queueSignal) observe(now time.Time, lat time.Duration, throttled bool, 
 	case q.thr:
 		// Throttles are the limit finder's: latency says nothing then.
 	case q.unqueued() > 0 && p50 > lim:
+		// Two intervals in a row (a loaded machine's jitter is not a
+		// queue), then down by the ratio.
+		q.over++
+		if q.over < qsConfirm {
+			break
+		}
 		q.queueing = true
 		c := int(float64(min(q.cap, max(inFlight, 1))) * float64(lim) / float64(p50))
 		q.cap = max(1, min(c, q.cap-1))
 	case q.busy && q.cap < q.max:
 		q.cap++
+	}
+	if !q.queueing && (q.thr || q.unqueued() == 0 || p50 <= lim) {
+		q.over = 0
 	}
 	q.start, q.lats, q.thr, q.busy = now, q.lats[:0], false, false
 	return q.cap != old, q.queueing

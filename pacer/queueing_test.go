@@ -28,6 +28,9 @@ func TestQueueSignal(t *testing.T) {
 	if ch, qd := answer(50, 5*time.Millisecond, 8, false); ch || qd || q.limit() != 0 {
 		t.Fatalf("unqueued: changed %v queued %v cap %d, want no cap", ch, qd, q.limit())
 	}
+	if _, qd := answer(25, 160*time.Millisecond, 8, false); qd {
+		t.Fatal("one interval at 160 ms read as queueing: want two in a row (jitter is not a queue)")
+	}
 	if _, qd := answer(30, 160*time.Millisecond, 8, false); !qd {
 		t.Fatal("160 ms against 5 ms unqueued, no 429: not seen as queueing")
 	}
