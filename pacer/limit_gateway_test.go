@@ -78,3 +78,40 @@ func TestLimitGatewayQueues(t *testing.T) {
 		t.Errorf("p50 at the API %v > 2 x %v + 10 ms: the gateway queues", p50, unqueued)
 	}
 }
+
+// nginx's limit_req without Retry-After whose rate changes 50 -> 20 ->
+// 80/s every 25 s (burst 10). Target: from 15 s after each change, the
+// delivered rate within 10% of the new limit (429s only). Without
+// Retry-After a refusal costs no pause, so the limit is measured over a
+// span of refusals at each change down, and probed up in steps that double
+// while they pass.
+func TestLimitGatewayChanges(t *testing.T) {
+	const step = 25 * time.Second
+	g := &gcra{rate: 50, burst: 10}
+	m := &modelAPI{gate: g, latency: 5 * time.Millisecond}
+	n := int(50*step.Seconds() + 20*step.Seconds() + 80*step.Seconds())
+	r := runLimit(t, limitRun{model: m, mode: pacer.AdaptiveAuto, n: n,
+		operate: func(_ []*pacer.Engine, start time.Time, _ <-chan struct{}) {
+			for _, to := range []float64{20, 80} {
+				time.Sleep(time.Until(start.Add(step)))
+				start = start.Add(step)
+				m.mu.Lock()
+				g.rate = to
+				m.mu.Unlock()
+			}
+		}})
+	t.Logf("50 -> 20 -> 80/s: %d accepted in %v, 429s %d (%.2f%%); per second:%s", len(r.accepted), r.took, len(r.throttled), 100*r.ratio429(), r.perSecond())
+	r.check(t, n)
+	for i, limit := range []float64{50, 20, 80} {
+		from := time.Duration(i)*step + 15*time.Second
+		if i == 0 {
+			from = 10 * time.Second
+		}
+		to := time.Duration(i+1) * step
+		got := r.rateIn(from, to)
+		t.Logf("delivered %.1f/s in [%v, %v), limit %g/s", got, from, to, limit)
+		if got < 0.9*limit || got > 1.1*limit {
+			t.Errorf("delivered %.1f/s in [%v, %v) want within 10%% of the limit %g/s", got, from, to, limit)
+		}
+	}
+}

@@ -55,7 +55,7 @@ const (
 	lfBackoff         = 0.6                    // decrease when the evidence is too short to measure
 	lfProbeGain       = 1.25                   // probe rate over a limit only bounded
 	lfProbeMin        = 1.2                    // and at least this, bisecting
-	lfProbeStep       = 0.05                   // a probe's first step over a limit measured exactly
+	lfProbeStep       = 0.10                   // a probe's first step over a limit measured exactly
 	lfProbeStepMax    = 0.4                    // steps double while probes pass, up to this
 	lfSatGap          = time.Second            // refusals this close apart: the API stayed saturated
 	lfSatMin          = 400 * time.Millisecond // a saturated span this long measures the limit
@@ -69,6 +69,7 @@ const (
 	lfProbeLong       = 4 * time.Second  // the longest probe (one the burst would hide otherwise)
 	lfProbeFirst      = 15 * time.Second // first probe after a throttle
 	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
+	lfProbeCheap      = 5 * time.Second  // first probe over a limit measured exactly, without a pause
 	lfProbeMax        = 60 * time.Second // probes back off to this
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
@@ -500,8 +501,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	f.limit = max(lim, f.floor)
 	f.exact = exact || (wasProbing && f.exact)
 	every := f.probeEvery
-	if f.weak {
+	switch {
+	case f.weak:
 		every = lfProbeWeak
+	case f.exact && !gateEnd.After(now):
+		// Measured exactly and no pause imposed: a refused probe costs a
+		// few 429s, not a pause, so probes can come often.
+		every = lfProbeCheap
 	}
 	f.nextProbe = maxTime(gateEnd, now).Add(every)
 	f.src = Limit429
@@ -828,7 +834,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 	// proves a higher limit, one the burst hid would raise it wrongly
 	// and cost a refusal later.
 	f.probeLen = lfProbeLen
-	if ex := f.probeRate - f.limit; ex > 0 && f.firstBurst > 0 {
+	if ex := f.probeRate - f.limit; ex > 0 && f.firstBurst > 0 && !f.exact {
 		f.probeLen = min(max(lfProbeLen, time.Duration(f.firstBurst/ex*float64(time.Second))), lfProbeLong)
 	}
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(f.probeLen)})
