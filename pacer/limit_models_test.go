@@ -93,6 +93,7 @@ type modelAPI struct {
 	latency   time.Duration // the backend's own time per request (unqueued)
 	accepted  []time.Time
 	throttled []time.Time
+	arrived   []time.Time     // every request, refused ones included
 	took      []time.Duration // accepted: from arrival to answer
 }
 
@@ -103,6 +104,7 @@ func (m *modelAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	now := time.Now()
 	m.mu.Lock()
+	m.arrived = append(m.arrived, now)
 	ok, d := m.gate.arrive(now)
 	if !ok {
 		m.throttled = append(m.throttled, now)
