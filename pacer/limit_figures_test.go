@@ -24,8 +24,14 @@ import (
 // it the loop ignores 429s and just retries.
 func loopClient(t testing.TB, api *testapi.API, n int, honour bool) {
 	t.Helper()
-	lim := rate.NewLimiter(100, 50)
-	client := &http.Client{Transport: api.Transport()}
+	loopTo(t, &http.Client{Transport: api.Transport()}, "http://api.test/things", n, 100, 50, honour)
+}
+
+// loopTo is loopClient's loop in front of url through client, its shared
+// limiter at r/s (burst b).
+func loopTo(t testing.TB, client *http.Client, url string, n int, r float64, b int, honour bool) {
+	t.Helper()
+	lim := rate.NewLimiter(rate.Limit(r), b)
 	next := make(chan int, n)
 	for i := range n {
 		next <- i
@@ -40,7 +46,7 @@ func loopClient(t testing.TB, api *testapi.API, n int, honour bool) {
 						t.Error(err)
 						return
 					}
-					req, _ := http.NewRequest(http.MethodPost, "http://api.test/things", nil)
+					req, _ := http.NewRequest(http.MethodPost, url, nil)
 					req.Header.Set("Idempotency-Key", strconv.Itoa(i))
 					resp, err := client.Do(req)
 					if err != nil {

@@ -1,16 +1,11 @@
 package pacer_test
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/pacer-dev/pacer/internal/gateway"
 	"github.com/pacer-dev/pacer/pacer"
@@ -60,48 +55,6 @@ func p50Of(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// fixedLoop is the plain client of the issue's table: 8 workers sharing
-// one x/time/rate limiter at r/s (burst b), each sending the next message
-// and retrying a 429 (after its Retry-After, when it has one) until
-// accepted.
-func fixedLoop(t testing.TB, url string, n int, r float64, b int) {
-	t.Helper()
-	lim := rate.NewLimiter(rate.Limit(r), b)
-	next := make(chan int, n)
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range next {
-				for {
-					if err := lim.Wait(context.Background()); err != nil {
-						t.Error(err)
-						return
-					}
-					req, _ := http.NewRequest(http.MethodPost, url, nil)
-					req.Header.Set("Idempotency-Key", strconv.Itoa(i))
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusTooManyRequests {
-						break
-					}
-					if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-						time.Sleep(time.Duration(s) * time.Second)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // BenchmarkLimitRealGateways is the issue-23 table, against real nginx and
 // HAProxy (internal/gateway: Debian's binaries on free ports, a recording
 // backend behind them), in real time: 1,500 messages to a gateway allowing
@@ -141,7 +94,9 @@ func BenchmarkLimitRealGateways(b *testing.B) {
 							lim, burst = 100, 50
 						}
 						start := time.Now()
-						fixedLoop(b, g.URL+"/things", n, lim, burst)
+						// The plain client of the issue's table: 8 workers,
+						// one limiter, a 429 retried after its Retry-After.
+						loopTo(b, http.DefaultClient, g.URL+"/things", n, lim, burst, true)
 						r = limitResult{start: start, took: time.Since(start)}
 						r.accepted, r.throttled, took = gatewayRecords(b, g)
 						slices.SortFunc(r.accepted, func(x, y time.Time) int { return x.Compare(y) })

@@ -182,24 +182,17 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 		engines[w] = e
 	}
 	start := time.Now()
-	done := make(chan struct{})
 	stop := make(chan struct{})
+	var done, operated <-chan struct{}
 	if lr.during != nil {
-		go func() {
-			lr.during(api, start, stop)
-			close(done)
-		}()
+		done = alongside(func() { lr.during(api, start, stop) })
 	} else {
-		close(done)
+		done = alongside(func() {})
 	}
-	operated := make(chan struct{})
 	if lr.operate != nil {
-		go func() {
-			lr.operate(engines, start, stop)
-			close(operated)
-		}()
+		operated = alongside(func() { lr.operate(engines, start, stop) })
 	} else {
-		close(operated)
+		operated = alongside(func() {})
 	}
 	errc := make(chan error, workers)
 	for _, e := range engines {
@@ -236,6 +229,17 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	}
 	sort.Slice(res.accepted, func(i, j int) bool { return res.accepted[i].Before(res.accepted[j]) })
 	return res
+}
+
+// alongside runs f in its own goroutine; the channel closes when it
+// returned.
+func alongside(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
 }
 
 // perSecond renders the accepted rate second by second (for failures).
