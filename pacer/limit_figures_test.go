@@ -24,12 +24,13 @@ import (
 // it the loop ignores 429s and just retries.
 func loopClient(t testing.TB, api *testapi.API, n int, honour bool) {
 	t.Helper()
-	loopTo(t, &http.Client{Transport: api.Transport()}, "http://api.test/things", n, 100, 50, honour)
+	loopTo(context.Background(), t, &http.Client{Transport: api.Transport()}, "http://api.test/things", n, 100, 50, honour)
 }
 
 // loopTo is loopClient's loop in front of url through client, its shared
-// limiter at r/s (burst b).
-func loopTo(t testing.TB, client *http.Client, url string, n int, r float64, b int, honour bool) {
+// limiter at r/s (burst b), until every message is accepted or ctx is
+// done (it reports which).
+func loopTo(ctx context.Context, t testing.TB, client *http.Client, url string, n int, r float64, b int, honour bool) (finished bool) {
 	t.Helper()
 	lim := rate.NewLimiter(rate.Limit(r), b)
 	next := make(chan int, n)
@@ -42,15 +43,19 @@ func loopTo(t testing.TB, client *http.Client, url string, n int, r float64, b i
 		wg.Go(func() {
 			for i := range next {
 				for {
-					if err := lim.Wait(context.Background()); err != nil {
-						t.Error(err)
+					if err := lim.Wait(ctx); err != nil {
+						if ctx.Err() == nil {
+							t.Error(err)
+						}
 						return
 					}
 					req, _ := http.NewRequest(http.MethodPost, url, nil)
 					req.Header.Set("Idempotency-Key", strconv.Itoa(i))
-					resp, err := client.Do(req)
+					resp, err := client.Do(req.WithContext(ctx))
 					if err != nil {
-						t.Error(err)
+						if ctx.Err() == nil {
+							t.Error(err)
+						}
 						return
 					}
 					resp.Body.Close()
@@ -66,6 +71,7 @@ func loopTo(t testing.TB, client *http.Client, url string, n int, r float64, b i
 		})
 	}
 	wg.Wait()
+	return ctx.Err() == nil
 }
 
 // runLoop runs a loop client against a fresh API in a bubble and returns
