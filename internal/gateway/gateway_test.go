@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -117,10 +118,7 @@ func TestNginxDelayModeQueuesInsteadOfRefusing(t *testing.T) {
 	// spread over at least 400 ms (a lower bound; a slow machine only
 	// spreads them more).
 	arr := g.Backend.Arrivals()
-	first, last := arr[0], arr[0]
-	for _, a := range arr {
-		first, last = minTime(first, a), maxTime(last, a)
-	}
+	first, last := slices.MinFunc(arr, time.Time.Compare), slices.MaxFunc(arr, time.Time.Compare)
 	if span := last.Sub(first); span < 400*time.Millisecond {
 		t.Errorf("backend arrivals spread over %v, want >= 400ms (delayed to 10/s)", span)
 	}
@@ -188,17 +186,3 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 }
 
 func (f *fatalRecorder) Helper() {}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
