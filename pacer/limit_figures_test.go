@@ -24,15 +24,8 @@ import (
 // it the loop ignores 429s and just retries.
 func loopClient(t testing.TB, api *testapi.API, n int, honour bool) {
 	t.Helper()
-	loopTo(context.Background(), t, &http.Client{Transport: api.Transport()}, "http://api.test/things", n, 100, 50, honour)
-}
-
-// loopTo is loopClient's loop in front of url through client, its shared
-// limiter at r/s (burst b), until every message is accepted or ctx is
-// done (it reports which).
-func loopTo(ctx context.Context, t testing.TB, client *http.Client, url string, n int, r float64, b int, honour bool) (finished bool) {
-	t.Helper()
-	lim := rate.NewLimiter(rate.Limit(r), b)
+	lim := rate.NewLimiter(100, 50)
+	client := &http.Client{Transport: api.Transport()}
 	next := make(chan int, n)
 	for i := range n {
 		next <- i
@@ -43,19 +36,15 @@ func loopTo(ctx context.Context, t testing.TB, client *http.Client, url string, 
 		wg.Go(func() {
 			for i := range next {
 				for {
-					if err := lim.Wait(ctx); err != nil {
-						if ctx.Err() == nil {
-							t.Error(err)
-						}
+					if err := lim.Wait(context.Background()); err != nil {
+						t.Error(err)
 						return
 					}
-					req, _ := http.NewRequest(http.MethodPost, url, nil)
+					req, _ := http.NewRequest(http.MethodPost, "http://api.test/things", nil)
 					req.Header.Set("Idempotency-Key", strconv.Itoa(i))
-					resp, err := client.Do(req.WithContext(ctx))
+					resp, err := client.Do(req)
 					if err != nil {
-						if ctx.Err() == nil {
-							t.Error(err)
-						}
+						t.Error(err)
 						return
 					}
 					resp.Body.Close()
@@ -71,7 +60,6 @@ func loopTo(ctx context.Context, t testing.TB, client *http.Client, url string, 
 		})
 	}
 	wg.Wait()
-	return ctx.Err() == nil
 }
 
 // runLoop runs a loop client against a fresh API in a bubble and returns
