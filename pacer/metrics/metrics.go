@@ -226,7 +226,7 @@ var (
 	descRate       = prometheus.NewDesc("pacer_shaper_rate_per_second", "Current sustained rate (0: unlimited).", nil, nil)
 	descConfRate   = prometheus.NewDesc("pacer_shaper_configured_rate_per_second", "Configured (maximum) sustained rate.", nil, nil)
 	descTokens     = prometheus.NewDesc("pacer_shaper_tokens", "Permits available in the token bucket (negative while borrowed).", nil, nil)
-	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.", []string{"source"}, nil)
+	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s, latency); 0: unknown.", []string{"source"}, nil)
 	descBehaviour  = prometheus.NewDesc("pacer_downstream_behaviour", "1 for how the auto controller saw the downstream limit (headers, 429-only, penalty-box, queueing), 0 for the others.", []string{"behaviour"}, nil)
 	descConcLimit  = prometheus.NewDesc("pacer_downstream_concurrency_limit", "The in-flight cap the latency signal set while the downstream queues (0: none, max_in_flight holds).", nil, nil)
 	descSinceThr   = prometheus.NewDesc("pacer_downstream_since_throttle_seconds", "Time since the downstream last throttled (-1: never).", nil, nil)
