@@ -240,6 +240,9 @@ func nginxConf(dir, addr, backend string, cfg Config, asRoot bool) string {
 	if cfg.Delay {
 		mode = ""
 	}
+	if cfg.Burst > 0 { // nginx refuses burst=0: none is no burst= at all
+		mode = fmt.Sprintf(" burst=%d", cfg.Burst) + mode
+	}
 	retry := ""
 	if cfg.RetryAfter > 0 {
 		retry = strconv.Itoa(cfg.RetryAfter)
@@ -248,7 +251,7 @@ func nginxConf(dir, addr, backend string, cfg Config, asRoot bool) string {
 daemon off;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log notice;
-events { worker_connections 4096; }
+events { worker_connections 1024; }
 http {
     log_format gateway '$msec $status $request_time';
     access_log %[1]s/access.log gateway;
@@ -261,13 +264,13 @@ http {
     limit_req_status 429;
     limit_req_log_level notice;
     # An empty value adds no header: Retry-After only on 429s.
-    map $status $gateway_retry_after { 429 "%[6]s"; default ""; }
+    map $status $gateway_retry_after { 429 "%[5]s"; default ""; }
     upstream backend { server %[3]s; keepalive 64; }
     server {
         listen %[2]s;
         server_name gateway;
         location / {
-            limit_req zone=api burst=%[5]d%[7]s;
+            limit_req zone=api%[6]s;
             add_header Retry-After $gateway_retry_after always;
             proxy_pass http://backend;
             proxy_http_version 1.1;
@@ -275,7 +278,7 @@ http {
         }
     }
 }
-`, dir, addr, backend, cfg.Rate, cfg.Burst, retry, mode)
+`, dir, addr, backend, cfg.Rate, retry, mode)
 	return b.String()
 }
 

@@ -186,3 +186,11 @@ func (f *fatalRecorder) Fatalf(format string, args ...any) {
 }
 
 func (f *fatalRecorder) Helper() {}
+
+func TestNginxWithoutBurst(t *testing.T) {
+	g := Start(t, Nginx, Config{Rate: 1})
+	statuses, retry := fire(t, g.URL, 5)
+	if ok, _ := check(t, g, statuses, retry); ok != 1 {
+		t.Errorf("nginx without burst let %d of 5 through at once, want 1", ok)
+	}
+}
