@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,8 +61,16 @@ type controller struct {
 	// and how its rate and burst reach the Global budget (zero: none).
 	group group
 
-	lastLimit float64     // c.mu: the learned limit last logged
-	lastSrc   LimitSource // and its source
+	lastLimit     float64     // c.mu: the learned limit last logged
+	lastSrc       LimitSource // and its source
+	lastBehaviour Behaviour   // and the behaviour recognised
+
+	// The latency signal (auto mode): the in-flight cap it sets while the
+	// downstream queues (queueing.go), read by admit without the lock
+	// (0: none), and how many requests are in flight now.
+	qs         *queueSignal // c.mu
+	concCap    atomic.Int64
+	sendingNow func() int
 
 	edge       windowEdge // c.mu
 	lastWarn   string     // c.mu: the last header warning logged, and when
@@ -71,6 +80,9 @@ type controller struct {
 func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time, g group) *controller {
 	c := &controller{cfg: cfg, inFlight: maxInFlight, burst: burst, minBurst: batch, maxPause: maxPause}
 	c.group = g
+	if cfg.Mode == AdaptiveAuto {
+		c.qs = newQueueSignal(maxInFlight)
+	}
 	c.setCeiling(rate, now)
 	return c
 }
@@ -117,6 +129,33 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	c.pidRate = c.ceiling
 }
 
+// keepLearned is a reload that kept the configured rate and the group
+// (c.mu held): what the controller learned stays, the new burst becomes the
+// finder's ceiling for it, and the rate and burst in force are applied to
+// the bucket the reload built (at bucketRate and bucketBurst), and to the
+// Global budget when the limit is shared.
+func (c *controller) keepLearned(now time.Time, bucketRate float64, bucketBurst int) {
+	c.effBurst = c.burst
+	if f := c.lf; f != nil {
+		f.cfgBurst = c.burst
+		if f.throts > 0 || f.src != LimitConfigured {
+			f.burst = f.burstFor(f.rate)
+		} else {
+			f.burst = c.burst
+		}
+		c.effBurst = f.burst
+		if c.group.apply != nil && f.share != nil {
+			c.group.apply(now, f.rate, f.burst)
+		}
+	}
+	if c.eff != bucketRate && c.active.Load() {
+		c.apply(now, c.eff, "reload-kept-learned-limit")
+	}
+	if c.effBurst != bucketBurst && c.applyBurst != nil {
+		c.applyBurst(now, c.effBurst)
+	}
+}
+
 // resetIn is how long until rl's window resets, seen at now: exact when
 // the header gave an absolute time.
 func resetIn(rl *RateLimitInfo, now time.Time) time.Duration {
@@ -154,7 +193,21 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 		c.mu.Unlock()
 	}
 	useRL := rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 && left > 0
-	if useRL && rl.Remaining == 0 {
+	// The limit finder keeps the window's last unit in reserve (another
+	// client of the key may race for it): for it, one left is none left,
+	// and the wait ends at the reset, so the next window's budget is spent
+	// as soon as it opens, without waiting for an answer at the floor.
+	// Only where the reset is exact (an absolute time, or an edge the
+	// window showed): a reset in whole delta-seconds, rounded up, would
+	// cost up to a second.
+	spent := useRL && rl.Remaining == 0
+	if useRL && rl.Remaining == 1 && c.cfg.Mode == AdaptiveAuto && c.active.Load() {
+		c.mu.Lock()
+		win := c.edge.window(rl)
+		spent = c.lf != nil && c.lf.reserve() == 1 && (!rl.ResetAt.IsZero() || left%time.Second != 0) && !c.edge.rolling(now, win)
+		c.mu.Unlock()
+	}
+	if spent {
 		// Nothing left in this window: wait for its reset, on every path.
 		cause := rl.Header
 		if cause == "" {
@@ -168,7 +221,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lf != nil {
-		c.observeAuto(now, throttled, useRL, rl, left, delivered, gateFrom, gateEnd)
+		c.observeAuto(now, throttled, fb.Status == statusTooManyRequests, rl, left, delivered, latency, gateFrom, gateEnd)
 		if c.cfg.Mode != AdaptivePID {
 			return
 		}
@@ -239,7 +292,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 }
 
 // observeAuto is observe for the limit finder (c.mu held).
-func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateLimitInfo, left time.Duration, delivered int, gateFrom, gateEnd time.Time) {
+func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *RateLimitInfo, left time.Duration, delivered int, latency time.Duration, gateFrom, gateEnd time.Time) {
 	f := c.lf
 	if !gateEnd.IsZero() && gateEnd.After(gateFrom) {
 		f.gated(gateFrom, gateEnd)
@@ -248,6 +301,13 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 	changed := false
 	cause := ""
 	if rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 {
+		f.behaviour = BehaviourHeaders
+		switch h, _, ok := strings.Cut(rl.Header, ":"); {
+		case rl.Dialect != "":
+			f.header = rl.Dialect
+		case ok:
+			f.header = h
+		}
 		var lim float64
 		win := c.edge.window(rl)
 		if rl.Limit > 0 && win > 0 {
@@ -256,8 +316,29 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win, c.edge.rolling(now, win))
 		changed, cause = true, "ratelimit-headers"
 	}
-	if throttled && f.throttle(now, gateEnd) {
+	if throttled && f.refusal(now, gateEnd, refused) {
 		changed, cause = true, "throttled"
+		if until, why := f.takeHold(); until.After(now) {
+			c.raiseGate(now, until.Sub(now), why)
+			cause = "penalty-box"
+		}
+	}
+	if c.qs != nil {
+		n := 0
+		if c.sendingNow != nil {
+			n = c.sendingNow()
+		}
+		capped, queued := c.qs.observe(now, latency, throttled, n)
+		if capped {
+			lim := c.qs.limit()
+			c.concCap.Store(int64(lim))
+			if c.info != nil {
+				c.info("pacer: downstream queues: in-flight cap", "cap", lim, "max_in_flight", c.qs.max, "unqueued_latency", c.qs.unqueued().String())
+			}
+		}
+		if queued && f.queued(now) {
+			changed, cause = true, "queueing"
+		}
 	}
 	if !changed && f.tick(now) {
 		changed, cause = true, "probe"
@@ -270,11 +351,19 @@ func (c *controller) observeAuto(now time.Time, throttled, useRL bool, rl *RateL
 	}
 }
 
+// statusTooManyRequests is HTTP's 429: the downstream refused the rate
+// (not net/http's constant: the engine knows no HTTP).
+const statusTooManyRequests = 429
+
 // applyFinder applies the limit finder's rate and burst (c.mu held): to
 // the bucket (up to the configured rate) and, when the limit is shared,
 // to the Global budget (up to the group's ceiling).
 func (c *controller) applyFinder(now time.Time, cause string) {
 	f := c.lf
+	if c.info != nil && f.behaviour != c.lastBehaviour {
+		c.lastBehaviour = f.behaviour
+		c.info("pacer: downstream behaviour recognised", "behaviour", f.behaviour.String(), "header", f.header, "limit", f.limit, "cause", cause)
+	}
 	if c.info != nil && (f.src != c.lastSrc || f.limit < 0.95*c.lastLimit || f.limit > 1.05*c.lastLimit) {
 		c.lastLimit, c.lastSrc = f.limit, f.src
 		since := "never"
@@ -306,6 +395,18 @@ func (c *controller) learned() (limit float64, src LimitSource, last time.Time, 
 		return 0, LimitConfigured, time.Time{}, c.effBurst
 	}
 	return c.lf.limit, c.lf.src, c.lf.lastThrottle, c.effBurst
+}
+
+// behaviour reports how the downstream was seen to limit, the rate-limit
+// header it advertises in ("" none) and the in-flight cap the latency
+// signal set (0 none).
+func (c *controller) behaviour() (b Behaviour, header string, concCap int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lf == nil {
+		return BehaviourUnknown, "", 0
+	}
+	return c.lf.behaviour, c.lf.header, int(c.concCap.Load())
 }
 
 // set moves the controller's own rate (AIMD, PID) and applies the

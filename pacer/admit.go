@@ -8,11 +8,20 @@ import (
 	"time"
 )
 
-// admit waits until the Retry-After gate has passed and the shaper grants
-// the whole batch at once. While the gate holds or the shaper refuses, the
-// source is paused. It returns false when ctx is done.
-func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
+// admit waits until the Retry-After gate has passed, a sending turn is
+// free under the latency signal's in-flight cap (queueing.go), and the
+// shaper grants the whole batch at once. While the gate holds or the
+// shaper refuses, the source is paused. It returns false when ctx is done;
+// when it returns true the caller holds a sending turn and gives it back
+// with doneSending once the attempt is answered (or dropped).
+func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) {
 	var asked time.Time
+	holding := false
+	defer func() {
+		if holding && !ok {
+			e.doneSending()
+		}
+	}()
 	// A worker asks the shaper at once; only when it must wait does it take
 	// the turn (admitSem), so one worker at a time sleeps on the shaper and
 	// a freed permit is not raced for by a herd of sleepers.
@@ -33,6 +42,17 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) bool {
 				continue
 			}
 			e.pause.clear(PauseRetryAfter)
+		}
+		if !holding {
+			if !e.takeSending() {
+				// The downstream queues: no more in flight than the cap
+				// (an answer wakes us; the poll is a safety net).
+				if !e.sleepOrWake(ctx, sl, sendingPoll) {
+					return false
+				}
+				continue
+			}
+			holding = true
 		}
 		if e.unlimited.Load() {
 			e.admitted(grp, time.Time{}, time.Time{})
@@ -148,6 +168,33 @@ func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	}
 	for _, h := range e.hooks.admitted {
 		h.OnAdmitted(len(grp), now.Sub(asked))
+	}
+}
+
+// sendingPoll is how often a worker waiting for a sending turn looks again
+// when no answer woke it.
+const sendingPoll = 20 * time.Millisecond
+
+// takeSending takes a sending turn: always while no in-flight cap is set,
+// else only under it. It reports whether it did.
+func (e *Engine) takeSending() bool {
+	for {
+		n := e.sending.Load()
+		if c := e.ctrl.concCap.Load(); c > 0 && n >= c {
+			return false
+		}
+		if e.sending.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// doneSending gives a sending turn back and, under a cap, wakes a worker
+// waiting for one.
+func (e *Engine) doneSending() {
+	e.sending.Add(-1)
+	if e.ctrl.concCap.Load() > 0 {
+		e.wakeShaper()
 	}
 }
 

@@ -57,6 +57,7 @@ type Engine struct {
 	slotWaiters atomic.Int32  // workers waiting for a slot
 	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
 	inflight    atomic.Int64  // taken from the queue, not yet settled
+	sending     atomic.Int64  // admitted (or holding a sending turn), not yet answered
 	pending     atomic.Int64  // handed over by the source, not yet settled
 	slots       int64
 	// Turns are channels, not mutexes: a worker waits for its turn while
@@ -165,6 +166,7 @@ func New(cfg Config) (*Engine, error) {
 	e.ctrl.applyBurst = e.applyBurst
 	e.ctrl.warn = e.log.Warn
 	e.ctrl.info = e.log.Info
+	e.ctrl.sendingNow = func() int { return int(e.sending.Load()) }
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
@@ -376,9 +378,17 @@ func (e *Engine) Reload(s Shaping) error {
 	e.cfg.Shaping = s
 	e.globalRetry.Store(int64(s.GlobalRetry))
 	e.sh.mu.Unlock()
+	// What the controller learned depends on the configured rate (its
+	// ceiling) and the group it shares a limit with: a reload that keeps
+	// them keeps the learned limit (a SIGHUP with an unchanged file used to
+	// send the rate back to the ceiling, and the API answered 429s).
+	keepLearned := newBucket != nil && s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
+		s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
 	e.ctrl.burst = s.Burst
 	e.ctrl.group = e.groupOf(&s) // the next setCeiling builds the finder for it
-	if newBucket != nil && s.Rate != (algorithms.Rate{}) {
+	if keepLearned {
+		e.ctrl.keepLearned(now, newBucket.rate.PerSecond(), newBucket.burst)
+	} else if newBucket != nil && s.Rate != (algorithms.Rate{}) {
 		e.ctrl.setCeiling(s.Rate, now)
 		e.applyRateExact(now, s.Rate, "reload")
 		if newBucket.burst != s.Burst {

@@ -206,3 +206,61 @@ func TestLimitFinderOutageWithAnswersInFlight(t *testing.T) {
 		t.Errorf("after an outage: limit %.1f (rate %.1f), want at least half the %.1f it had (not the floor)", f.limit, f.rate, rate)
 	}
 }
+
+// Refusals that keep coming with no Retry-After (nginx's limit_req: a 429
+// and nothing else) say the API was saturated all along: what it accepted
+// over the span is its limit, exactly, not the rate pacer sent (before:
+// 42-43/s for a 50/s nginx at the second 429).
+func TestLimitFinderSaturatedSpanMeasuresTheLimit(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	f.rate = 57
+	// 57/s sent, 50/s accepted, a refusal every 140 ms for 1.4 s.
+	start := clk.Now()
+	for i := range 10 {
+		deliverAt(f, clk.Now(), clk.Add(140*time.Millisecond), 50)
+		f.refusal(clk.Now(), time.Time{}, true)
+		if i == 0 {
+			start = clk.Now()
+		}
+	}
+	if f.limit < 48.5 || f.limit > 51.5 {
+		t.Errorf("limit %.1f after %v saturated at 50/s, want 50 +- 3%%", f.limit, clk.Now().Sub(start))
+	}
+	if f.rate < 0.97*f.limit {
+		t.Errorf("rate %.1f, want the cruise close to a limit measured exactly (%.1f)", f.rate, f.limit)
+	}
+}
+
+// A penalty box (HAProxy's stick-table rate: refused requests count): 50
+// accepted, then nothing while 429s come. It is recognised, held for its
+// window (a gate for the controller), and cruised under the 50 it showed;
+// the same silence answered 503 is an outage, not a box.
+func TestLimitFinderPenaltyBox(t *testing.T) {
+	for _, refused := range []bool{true, false} {
+		clk := testkit.NewClock(testkit.T0)
+		f := newLimitFinder(100, 1, 50, 1, clk.Now())
+		deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
+		shut := clk.Now()
+		for range 20 {
+			f.refusal(clk.Now(), time.Time{}, refused)
+			clk.Add(10 * time.Millisecond)
+		}
+		hold, cause := f.takeHold()
+		if !refused {
+			if f.behaviour == BehaviourPenaltyBox || !hold.IsZero() {
+				t.Errorf("503s with nothing accepted: behaviour %v, hold %v; want no penalty box (an outage)", f.behaviour, hold)
+			}
+			continue
+		}
+		if f.behaviour != BehaviourPenaltyBox {
+			t.Fatalf("behaviour %v, want penalty-box", f.behaviour)
+		}
+		if d := hold.Sub(shut); d < time.Second || d > 2*time.Second {
+			t.Errorf("hold until %v after it shut (%q), want a window (1 s) from when it was recognised", d, cause)
+		}
+		if f.limit < 48 || f.limit > 52 || f.rate > f.limit {
+			t.Errorf("limit %.1f rate %.1f, want the 50 it accepted in the window before it shut, cruised under", f.limit, f.rate)
+		}
+	}
+}

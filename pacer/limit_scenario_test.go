@@ -34,12 +34,26 @@ type limitRun struct {
 	burst   int
 	peak    float64
 	during  func(api *testapi.API, start time.Time, stop <-chan struct{}) // runs in the bubble while the engines run
-	global  func() algorithms.Limiter                                     // a limiter shared by the workers (nil: none)
+	// operate runs in the bubble while the engines run, as an operator
+	// would (SIGHUP: Reload); stop closes when the last engine returned.
+	operate func(engines []*pacer.Engine, start time.Time, stop <-chan struct{})
+	global  func() algorithms.Limiter // a limiter shared by the workers (nil: none)
 	// board: the workers share what they learn through a LimitBoard
 	// (algorithms.LocalLimitBoard) and global, configured at globalRate.
 	board      bool
 	globalRate float64
 	inFlight   int
+	// model serves the requests instead of api (a gateway's limiter, see
+	// limit_models_test.go).
+	model *modelAPI
+	// phase: the engines start this long after a whole second (windows
+	// aligned to wall-clock time are met at a random phase, as in life).
+	phase time.Duration
+	// url, when set, is a real API over the network (a gateway: see
+	// limit_realgateway_test.go), and records says what it accepted and
+	// refused, read once the engines are done.
+	url     string
+	records func() (accepted, throttled []time.Time)
 }
 
 // limitResult is what the API saw.
@@ -109,6 +123,15 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	}
 	api := testapi.NewHandler(cfg)
 	t.Cleanup(api.Close)
+	var transport http.RoundTripper = api.Transport()
+	if lr.model != nil {
+		transport = lr.model
+	}
+	url := "http://api.test/things"
+	if lr.url != "" {
+		url, transport = lr.url, http.DefaultTransport
+	}
+	time.Sleep(lr.phase)
 	workers := max(1, lr.workers)
 	if lr.rate == 0 {
 		lr.rate, lr.burst, lr.peak = 100, 50, 200
@@ -132,8 +155,8 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	for w := range workers {
 		part := msgs[w*len(msgs)/workers : (w+1)*len(msgs)/workers]
 		sink, err := httpsink.New(httpsink.Config{
-			URL:    "http://api.test/things",
-			Client: &http.Client{Transport: api.Transport()},
+			URL:    url,
+			Client: &http.Client{Transport: transport},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -159,15 +182,17 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 		engines[w] = e
 	}
 	start := time.Now()
-	done := make(chan struct{})
 	stop := make(chan struct{})
+	var done, operated <-chan struct{}
 	if lr.during != nil {
-		go func() {
-			lr.during(api, start, stop)
-			close(done)
-		}()
+		done = alongside(func() { lr.during(api, start, stop) })
 	} else {
-		close(done)
+		done = alongside(func() {})
+	}
+	if lr.operate != nil {
+		operated = alongside(func() { lr.operate(engines, start, stop) })
+	} else {
+		operated = alongside(func() {})
 	}
 	errc := make(chan error, workers)
 	for _, e := range engines {
@@ -190,13 +215,31 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	close(stop)
 	api.Close()
 	<-done
+	<-operated
 	res := limitResult{start: start, took: took, firstDone: firstDone, throttled: api.Throttled(), status: status,
 		acked: led.Count(pacer.SettledAck), deadLetter: len(dl.Entries()), naked: led.Count(pacer.SettledNak)}
 	for _, r := range api.Accepted() {
 		res.accepted = append(res.accepted, r.Time)
 	}
+	if lr.model != nil {
+		res.accepted, res.throttled = lr.model.records()
+	}
+	if lr.records != nil {
+		res.accepted, res.throttled = lr.records()
+	}
 	sort.Slice(res.accepted, func(i, j int) bool { return res.accepted[i].Before(res.accepted[j]) })
 	return res
+}
+
+// alongside runs f in its own goroutine; the channel closes when it
+// returned.
+func alongside(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
 }
 
 // perSecond renders the accepted rate second by second (for failures).

@@ -21,6 +21,9 @@ const (
 	// Limit429: learned from what the downstream accepted before it
 	// throttled (429, 503, timeouts).
 	Limit429
+	// LimitLatency: learned from what the downstream delivered while its
+	// latency showed it queued the rest (no 429).
+	LimitLatency
 )
 
 func (s LimitSource) String() string {
@@ -29,6 +32,8 @@ func (s LimitSource) String() string {
 		return "headers"
 	case Limit429:
 		return "429s"
+	case LimitLatency:
+		return "latency"
 	}
 	return "configured"
 }
@@ -37,25 +42,41 @@ func (s LimitSource) String() string {
 // APIs throttle in (seconds); they are not configuration on purpose: they
 // describe how much evidence is enough, not the downstream.
 const (
-	lfSlot          = 50 * time.Millisecond // delivery counting resolution
-	lfSlots         = 128                   // ring: 6.4s of history
-	lfWindow        = 4 * time.Second       // measurement window before a throttle
-	lfMinActive     = 500 * time.Millisecond
-	lfSecActive     = 800 * time.Millisecond
-	lfHeadroom      = 0.95 // cruise at this share of the measured limit
-	lfBackoff       = 0.6  // decrease when the evidence is too short to measure
-	lfProbeGain     = 1.25 // probe rate over the learned limit
-	lfProbeMin      = 1.2  // and at least this, bisecting
-	lfProbeLen      = time.Second
-	lfProbeFirst    = 15 * time.Second // first probe after a throttle
-	lfProbeWeak     = 2 * time.Second  // first probe after a guess (no measurement)
-	lfProbeMax      = 60 * time.Second // probes back off to this
-	lfEpisode       = 500 * time.Millisecond
-	lfCycle         = 5 * time.Second // a throttle this soon after the last one is a quick one
-	lfBurstShare    = 0.05            // burst after a throttle: 50ms worth of the rate
-	lfBurstFloor    = 0.85            // the burst-corrected bound takes at most 15% off
-	lfShortEvidence = 2 * time.Second // less evidence than this takes off at most
-	lfShortCut      = 0.5             // this share of the rate
+	lfSlot            = 10 * time.Millisecond // delivery counting resolution
+	lfSlots           = 1024                  // ring: 10.24s of history
+	lfWindow          = 4 * time.Second       // measurement window before a throttle
+	lfMinActive       = 500 * time.Millisecond
+	lfSecActive       = 800 * time.Millisecond
+	lfHeadroom        = 0.98 // cruise at this share of the measured limit, at first
+	lfHeadroomMin     = 0.90 // and at least this share after refusals while cruising
+	lfHeadroomInexact = 0.95 // at most this share of a limit not measured exactly
+	lfHeadroomStep    = 0.02 // each refusal while cruising widens the headroom by this
+	lfHeadroomClean   = 60 * time.Second
+	lfBackoff         = 0.6                    // decrease when the evidence is too short to measure
+	lfProbeGain       = 1.25                   // probe rate over a limit only bounded
+	lfProbeMin        = 1.2                    // and at least this, bisecting
+	lfProbeStep       = 0.10                   // a probe's first step over a limit measured exactly
+	lfProbeStepMax    = 0.4                    // steps double while probes pass, up to this
+	lfSatGap          = time.Second            // refusals this close apart: the API stayed saturated
+	lfSatMin          = 400 * time.Millisecond // a saturated span this long measures the limit
+	lfQueuedOver      = 1.1                    // queueing is the rate's when it is this far over what is delivered
+	lfQueuedCool      = 3 * time.Second        // the headroom widens at most this often while it still queues
+	lfPenaltyWindow   = time.Second            // the window a penalty box is likely to count over
+	lfPenaltyMax      = 4 * time.Second        // the longest hold for one
+	lfPenaltyLeast    = 0.2                    // a quota below this share of the rate is not one
+	lfPenaltyQuiet    = 60 * time.Millisecond  // refused everything (5 or more) for this long: a penalty box
+	lfProbeLen        = time.Second
+	lfProbeLong       = 4 * time.Second  // the longest probe (one the burst would hide otherwise)
+	lfProbeFirst      = 15 * time.Second // first probe after a throttle
+	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
+	lfProbeCheap      = 5 * time.Second  // first probe over a limit measured exactly, without a pause
+	lfProbeMax        = 60 * time.Second // probes back off to this
+	lfEpisode         = 500 * time.Millisecond
+	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
+	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
+	lfBurstFloor      = 0.85            // the burst-corrected bound takes at most 15% off
+	lfShortEvidence   = 2 * time.Second // less evidence than this takes off at most
+	lfShortCut        = 0.5             // this share of the rate
 )
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
@@ -115,6 +136,7 @@ type limitFinder struct {
 	probing    bool
 	probeStart time.Time
 	probeRate  float64
+	probeLen   time.Duration
 	nextProbe  time.Time
 	probeEvery time.Duration
 
@@ -131,6 +153,53 @@ type limitFinder struct {
 	// throttle, when that came within lfMinActive of the start: an upper
 	// bound on its burst (0: unknown).
 	firstBurst float64
+
+	headroom   float64   // cruise at this share of the limit (follows the refusals seen)
+	exact      bool      // the limit was measured exactly (a saturated span, a penalty box's quota)
+	cleanSince time.Time // cruising without a refusal since (narrows the headroom)
+	probeStep  float64   // the next probe's step over the limit
+	satStart   time.Time // the current span of refusals at most lfSatGap apart, ungated
+	satN       int       // refusals in it
+	behaviour  Behaviour // how the downstream was seen to limit
+	header     string    // the rate-limit header it advertises its budget in ("" none)
+	shared     bool      // another client spends the same advertised budget
+	penalties  int       // penalty-box holds in a row
+	boxUntil   time.Time // the last penalty-box hold's end
+	hold       time.Time // a hold the controller must raise as a gate (zero: none)
+	holdCause  string
+}
+
+// Behaviour is how the downstream was seen to limit, for /status, the log
+// and the metrics.
+type Behaviour uint8
+
+const (
+	// BehaviourUnknown: nothing recognised yet.
+	BehaviourUnknown Behaviour = iota
+	// BehaviourHeaders: it advertises its budget in rate-limit headers.
+	BehaviourHeaders
+	// Behaviour429: it refuses what is over its limit (429, Retry-After or
+	// not) and counts only what it accepts.
+	Behaviour429
+	// BehaviourPenaltyBox: refused requests count against its limit, so a
+	// client that keeps sending over it is refused everything.
+	BehaviourPenaltyBox
+	// BehaviourQueueing: latency rises with no 429: it queues the excess.
+	BehaviourQueueing
+)
+
+func (b Behaviour) String() string {
+	switch b {
+	case BehaviourHeaders:
+		return "headers"
+	case Behaviour429:
+		return "429-only"
+	case BehaviourPenaltyBox:
+		return "penalty-box"
+	case BehaviourQueueing:
+		return "queueing"
+	}
+	return ""
 }
 
 type lfSlotCount struct {
@@ -144,6 +213,7 @@ func newLimitFinder(ceiling, floor float64, burst, minBurst int, now time.Time) 
 	return &limitFinder{
 		ceiling: ceiling, floor: floor, cfgBurst: burst, minBst: max(1, minBurst),
 		rate: ceiling, burst: burst, start: now, probeEvery: lfProbeFirst,
+		headroom: lfHeadroom, probeStep: lfProbeStep,
 	}
 }
 
@@ -224,14 +294,72 @@ func minTime(a, b time.Time) time.Time {
 
 func (f *limitFinder) clamp(r float64) float64 { return min(max(r, f.floor), f.ceiling) }
 
+// reserve is how much of an advertised window is kept back: one unit once
+// another client of the key was seen (or refused us within a budget said
+// to be left), none alone.
+func (f *limitFinder) reserve() int64 {
+	if f.shared {
+		return 1
+	}
+	return 0
+}
+
+// cruise is the rate under the learned limit: the headroom's share of it,
+// and no more than lfHeadroomInexact of it while the limit is not
+// measured exactly (a saturated span, a penalty box's quota) but bounded
+// between two rates or guessed.
+func (f *limitFinder) cruise() float64 {
+	h := f.headroom
+	if !f.exact {
+		h = min(h, lfHeadroomInexact)
+	}
+	return f.clamp(f.limit * h)
+}
+
+// takeHold hands the controller a hold to raise as a gate (zero: none),
+// and why.
+func (f *limitFinder) takeHold() (time.Time, string) {
+	h, c := f.hold, f.holdCause
+	f.hold, f.holdCause = time.Time{}, ""
+	return h, c
+}
+
 func (f *limitFinder) burstFor(r float64) int {
 	return min(max(int(math.Ceil(r*lfBurstShare)), f.minBst), max(f.cfgBurst, f.minBst))
 }
 
-// throttle folds in a throttle answered at now; gateEnd is the Retry-After
-// gate it raised (zero: none). It reports whether rate or burst changed.
-func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
+// throttle folds in a throttle (a 503, a timeout) answered at now; gateEnd
+// is the Retry-After gate it raised (zero: none). It reports whether rate
+// or burst changed.
+func (f *limitFinder) throttle(now, gateEnd time.Time) bool { return f.refusal(now, gateEnd, false) }
+
+// refusal is throttle for any throttling answer; refused says it was a
+// 429, a refusal of the rate (not the downstream failing): with nothing
+// accepted, a penalty box rather than an outage.
+//
+// Two measures come before the evidence below. A span of refusals at most
+// lfSatGap apart with no gate in it (no Retry-After, or one shorter than
+// the gaps) says the downstream was saturated throughout: what it
+// accepted over the span is its limit, exactly (a token bucket, GCRA, a
+// sliding window: what they refill). And 429s with nothing accepted since
+// the last wait, while sending, say refused requests count against the
+// limit (a penalty box, as HAProxy's stick-table rate): sending on keeps it
+// shut, so the finder holds everything for the window it likely counts
+// over (doubling while it stays shut, up to lfPenaltyMax), and cruises
+// under what it accepted in the window before it shut.
+func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
+	prev := f.lastThrottle
 	f.lastThrottle = now
+	if prev.IsZero() || now.Sub(prev) > lfSatGap || f.active(prev, now) < now.Sub(prev) {
+		f.satStart, f.satN = now, 0
+	}
+	f.satN++
+	if !refused {
+		f.satN = 0 // an outage's 503s and timeouts measure no rate
+	}
+	if refused && f.penaltyBox(now, gateEnd) {
+		return true
+	}
 	if now.Before(f.guard) {
 		return false
 	}
@@ -256,6 +384,17 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		f.afterClean = false
 	}
 	f.lastGateEnd = maxTime(gateEnd, now)
+	// Refused while cruising under a limit it had held for a while: the
+	// cruise was too close to it (the burst after a wait, another
+	// client): the headroom widens.
+	if f.src == Limit429 && !f.probing && !f.weak && f.rate < f.limit && !f.following(now) &&
+		!f.cleanSince.IsZero() && now.Sub(f.cleanSince) >= lfCycle {
+		f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
+	}
+	f.cleanSince = f.lastGateEnd
+	if f.behaviour == BehaviourUnknown {
+		f.behaviour = Behaviour429
+	}
 	wasProbing := f.probing
 	if f.upper == 0 || f.rate < f.upper {
 		f.upper = f.rate
@@ -265,16 +404,26 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		f.probing = false
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
 	}
+	f.probeStep = lfProbeStep
 	f.passes = 0
 	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
 		// The advertised budget drives the rate; a throttle only brings
-		// the burst down.
+		// the burst down, and says someone else spends it too.
+		if f.throts > 1 {
+			f.shared = true
+		}
 		f.burst = f.burstFor(f.rate)
 		return true
 	}
 	var lim float64
 	f.weak = false
+	sat := f.saturated(now)
+	exact := false
 	switch {
+	case sat > 0 && !(wasProbing && sat < f.limit):
+		// Saturated throughout the span: what it accepted is its limit
+		// (a probe refused at once sustained the limit it started from).
+		lim, exact = sat, true
 	case climbed:
 		// Probes passed in a row (the limit rose) until this one: the
 		// limit is between the last that passed and this one.
@@ -350,14 +499,163 @@ func (f *limitFinder) throttle(now, gateEnd time.Time) bool {
 		}
 	}
 	f.limit = max(lim, f.floor)
+	f.exact = exact || (wasProbing && f.exact)
 	every := f.probeEvery
-	if f.weak {
+	switch {
+	case f.weak:
 		every = lfProbeWeak
+	case f.exact && !gateEnd.After(now):
+		// Measured exactly and no pause imposed: a refused probe costs a
+		// few 429s, not a pause, so probes can come often.
+		every = lfProbeCheap
 	}
 	f.nextProbe = maxTime(gateEnd, now).Add(every)
 	f.src = Limit429
-	f.rate = f.clamp(f.limit * lfHeadroom)
+	f.rate = f.cruise()
 	f.burst = f.burstFor(f.rate)
+	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: now})
+	return true
+}
+
+// queued folds in an interval whose latency showed the downstream queues
+// (queueSignal) at now: what it delivered over the last second, while
+// sending was possible, is its rate, and a rate above it only fills its
+// queue. It reports whether rate or burst changed.
+func (f *limitFinder) queued(now time.Time) bool {
+	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
+		return false // the advertised budget drives the rate
+	}
+	end := f.evidenceEnd(now)
+	from := maxTime(end.Add(-time.Second), f.start)
+	act := f.active(from, end)
+	if act < lfSecActive {
+		return false
+	}
+	got := float64(f.count(from, end)) / act.Seconds()
+	if got <= 0 {
+		return false
+	}
+	if f.probing && f.src == LimitLatency {
+		// The probe filled its queue: ended as a refusal would end it,
+		// the limit it started from holds.
+		f.probing = false
+		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
+		f.nextProbe = now.Add(f.probeEvery)
+		f.cleanSince = now
+		f.rate = f.cruise()
+		f.burst = f.burstFor(f.rate)
+		return true
+	}
+	if f.rate <= lfQueuedOver*got {
+		// Not sending well over what it delivers. Still queueing while
+		// cruising under a limit the latency taught: the cruise is at its
+		// rate (what it delivered while its queue drained measured a bit
+		// over it): the headroom widens, once per lfQueuedCool at most
+		// (the queue drains at the difference).
+		if f.src == LimitLatency && !f.probing && now.Sub(f.cleanSince) >= lfQueuedCool && f.headroom > lfHeadroomMin {
+			f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
+			f.cleanSince = now
+			f.rate = f.cruise()
+			return true
+		}
+		return false
+	}
+	if f.probing {
+		f.probing = false
+		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
+	}
+	f.behaviour = BehaviourQueueing
+	f.limit = max(got, f.floor)
+	f.src = LimitLatency
+	f.exact = true
+	f.weak = false
+	f.rate = f.cruise()
+	f.burst = f.burstFor(f.rate)
+	f.cleanSince = now
+	f.nextProbe = maxTime(f.nextProbe, now.Add(f.probeEvery))
+	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle})
+	return true
+}
+
+// saturated is the limit the current span of refusals measures (0: none):
+// refusals at most lfSatGap apart for at least lfSatMin, no gate among
+// them, and something accepted: a downstream that refused the excess all
+// along accepted exactly what it refills.
+func (f *limitFinder) saturated(now time.Time) float64 {
+	end := f.evidenceEnd(now)
+	span := end.Sub(f.satStart)
+	if f.satStart.IsZero() || span < lfSatMin || f.satN < 2 || f.active(f.satStart, end) < span {
+		return 0
+	}
+	return float64(f.count(f.satStart, end)) / span.Seconds()
+}
+
+// penaltyBox recognises a downstream that counts the requests it refuses
+// (see refusal) at a 429 answered at now, and holds for its window. It
+// reports whether it did (rate, burst and the hold changed).
+func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
+	if now.Before(f.boxUntil) {
+		return false // the hold's own refusals, still coming back
+	}
+	end := f.evidenceEnd(now)
+	// Next to nothing accepted since the span of refusals began: it kept
+	// refusing while we sent (no Retry-After, or one shorter than the
+	// gaps). With a Retry-After the wait clears such a box as it clears a
+	// bucket: the usual measures apply.
+	span := end.Sub(f.satStart)
+	if span < lfPenaltyQuiet || f.satN < 5 || f.active(f.satStart, end) < lfPenaltyQuiet || f.count(f.satStart, end)*10 > int64(f.satN) {
+		return false
+	}
+	// What it accepted in the window before it shut: its quota (HAProxy's
+	// rate over one second); at start-up, what it took before it shut,
+	// counted as that window's.
+	boxStart := f.satStart
+	var est float64
+	exact := false
+	if a := f.active(boxStart.Add(-lfPenaltyWindow), boxStart); a >= lfSecActive {
+		est = float64(f.count(boxStart.Add(-lfPenaltyWindow), boxStart)) / lfPenaltyWindow.Seconds()
+		exact = true
+	} else {
+		est = float64(f.count(maxTime(f.start, boxStart.Add(-lfPenaltyWindow)), boxStart)) / lfPenaltyWindow.Seconds()
+	}
+	if f.probing && f.limit > 0 {
+		est = f.limit // a probe shut it: the limit it started from held
+	} else if f.behaviour == BehaviourPenaltyBox && f.limit > 0 && now.Sub(f.boxUntil) < 2*lfCycle {
+		// Shut again soon after the last: the cruise was over its quota,
+		// which the window before it shut measured; cruise further under.
+		est = min(est, f.limit)
+		f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
+	}
+	if est < lfPenaltyLeast*f.rate && !(f.probing && f.limit > 0) {
+		// It accepted next to nothing before it shut either: not a quota
+		// (an outage that answers 429, another client taking it all).
+		return false
+	}
+	hold := min(lfPenaltyWindow<<min(f.penalties, 3), lfPenaltyMax)
+	f.penalties++
+	until := maxTime(gateEnd, now.Add(hold))
+	f.gated(now, until)
+	f.hold, f.holdCause = until, "penalty box: the downstream counts refused requests; holding "+hold.String()+" for its window to clear"
+	f.boxUntil = until.Add(lfEpisode)
+	f.guard = f.boxUntil
+	f.lastEpisode, f.lastGateEnd = now, until
+	f.cleanSince = until
+	f.throts++
+	f.behaviour = BehaviourPenaltyBox
+	f.firstBurst = 0 // what it took before it shut was its window's quota, not a burst
+	f.probing = false
+	f.probeStep = lfProbeStep
+	f.weak = false
+	f.limit = max(min(est, f.ceiling), f.floor)
+	f.exact = exact || f.exact
+	f.src = Limit429
+	f.rate = f.cruise()
+	f.burst = f.burstFor(f.rate)
+	// Every refused request counts against it: a failed probe shuts it
+	// for a window. It is probed rarely.
+	f.probeEvery = lfProbeMax
+	f.nextProbe = until.Add(f.probeEvery)
+	f.satStart, f.satN = time.Time{}, 0
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: now})
 	return true
 }
@@ -410,24 +708,35 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		}
 		return
 	}
-	// The last unit is kept in reserve: another client of the same key
-	// racing for it would cost a 429 and its Retry-After, rounded up to
-	// whole seconds (a window, where windows are a second long).
-	spare := float64(max(remaining-1, 0))
+	// Once another client of the same key was seen, the last unit is kept
+	// in reserve: racing it for that unit would cost a 429 and its
+	// Retry-After, rounded up to whole seconds (a window, where windows
+	// are a second long). Alone, the whole budget is spent.
+	var foreign int64
 	if quota > 0 && window > left {
 		if el := window - left; el >= 100*time.Millisecond {
 			ours := f.count(now.Add(-el), now)
-			if foreign := quota - remaining - ours; foreign > 0 {
-				spare = max(0, spare-float64(foreign)/el.Seconds()*left.Seconds())
-			}
+			foreign = quota - remaining - ours
 		}
+	}
+	// A few answers in flight read as another client's: only a share of
+	// the quota over them is one.
+	// Not while its own start-up burst is still being answered.
+	if foreign > max(2, quota/25) && remaining > 0 && now.Sub(f.start) > window {
+		f.shared = true
+	}
+	spare := float64(max(remaining-f.reserve(), 0))
+	if foreign > 0 && window > left {
+		spare = max(0, spare-float64(foreign)/(window-left).Seconds()*left.Seconds())
 	}
 	r := spare / left.Seconds()
 	if limit <= 0 && r > 0 && (f.limit == 0 || r > f.limit) {
 		f.limit = r
 	}
 	switch {
-	case remaining == 0:
+	case remaining <= f.reserve():
+		// Spent but for the reserve: the gate waits for the reset (see
+		// controller.observe), and the rate then is the quota's.
 		if f.limit > 0 {
 			f.rate = f.clamp(f.limit)
 		}
@@ -453,7 +762,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 			return true
 		}
 	}
-	if f.src != Limit429 || f.limit <= 0 || !f.hdrUntil.IsZero() {
+	if (f.src != Limit429 && f.src != LimitLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
 	}
 	if f.unfollow(now) {
@@ -461,26 +770,35 @@ func (f *limitFinder) tick(now time.Time) bool {
 	}
 	if f.probing {
 		end := f.evidenceEnd(now)
-		if end.Sub(f.probeStart) < lfProbeLen {
+		if end.Sub(f.probeStart) < f.probeLen {
 			return false
 		}
 		f.probing = false
 		got := float64(f.count(f.probeStart, end)) / end.Sub(f.probeStart).Seconds()
 		if got >= 0.9*f.probeRate {
-			// Accepted all of it: the limit is at least that.
+			// Accepted all of it: the limit is at least that; the next
+			// probe, a second later, takes a step twice as long.
 			f.limit = max(f.limit, got)
 			if f.upper > 0 && f.limit >= f.upper {
 				f.upper = 0
 			}
 			f.probeEvery = lfProbeFirst
 			f.passes++
+			f.probeStep = min(2*f.probeStep, lfProbeStepMax)
 			f.nextProbe = now.Add(lfProbeLen)
 		} else {
 			f.nextProbe = now.Add(f.probeEvery) // app-limited: no evidence
 		}
-		f.rate = f.clamp(f.limit * lfHeadroom)
+		f.rate = f.cruise()
 		f.burst = f.burstFor(f.rate)
 		f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle})
+		return true
+	}
+	if !f.cleanSince.IsZero() && now.Sub(f.cleanSince) >= lfHeadroomClean && f.headroom < lfHeadroom {
+		// A long cruise without a refusal: the headroom narrows again.
+		f.cleanSince = now
+		f.headroom = min(lfHeadroom, f.headroom+lfHeadroomStep/2)
+		f.rate = f.cruise()
 		return true
 	}
 	if now.Before(f.nextProbe) || f.rate >= f.ceiling || f.following(now) {
@@ -496,13 +814,29 @@ func (f *limitFinder) tick(now time.Time) bool {
 	}
 	f.probing = true
 	f.probeStart = now
-	f.probeRate = f.clamp(f.limit * lfProbeGain)
+	// Over a limit measured exactly, a small step (a failed probe costs
+	// little: it ends at the first refusal, and the saturated span that
+	// follows measures the limit again), doubling while probes pass, so a
+	// limit that rose is found in a few probes. Over a limit only bounded,
+	// a step a downstream's burst would not hide. Never above halfway to a
+	// rate refused.
+	step := lfProbeGain - 1
+	if f.exact {
+		step = f.probeStep
+	}
+	f.probeRate = f.clamp(f.limit * (1 + step))
 	if f.upper > f.limit {
-		// Bisect between what holds and what was refused, but never by
-		// less than a step a downstream's burst would not hide.
-		f.probeRate = f.clamp(max(min(f.probeRate, (f.limit+f.upper)/2), f.limit*lfProbeMin))
+		f.probeRate = f.clamp(max(min(f.probeRate, (f.limit+f.upper)/2), f.limit*min(1+step, lfProbeMin)))
 	}
 	f.rate = f.probeRate
-	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(lfProbeLen)})
+	// Long enough that the downstream's burst (what it took before its
+	// first refusal bounds it) cannot hide the step: a probe that passes
+	// proves a higher limit, one the burst hid would raise it wrongly
+	// and cost a refusal later.
+	f.probeLen = lfProbeLen
+	if ex := f.probeRate - f.limit; ex > 0 && f.firstBurst > 0 && !f.exact {
+		f.probeLen = min(max(lfProbeLen, time.Duration(f.firstBurst/ex*float64(time.Second))), lfProbeLong)
+	}
+	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(f.probeLen)})
 	return true
 }

@@ -102,7 +102,7 @@ func (f *limitFinder) unfollow(now time.Time) bool {
 		return false
 	}
 	f.share.follow = time.Time{}
-	f.rate = f.clamp(f.limit * lfHeadroom)
+	f.rate = f.cruise()
 	f.burst = f.burstFor(f.rate)
 	return true
 }

@@ -61,6 +61,17 @@ type Status struct {
 	// ("" while it answers); the worker goes on with the last state seen.
 	LimitShared     bool   `json:"limit_shared,omitempty"`
 	LimitBoardError string `json:"limit_board_error,omitempty"`
+	// LimitBehaviour is how the downstream was seen to limit (see
+	// Behaviour): "headers" (it advertises its budget; LimitHeader names
+	// the header), "429-only" (it refuses the excess and counts only what
+	// it accepts), "penalty-box" (refused requests count against the limit:
+	// nothing is accepted for a while after 429s), "queueing" (latency
+	// rises with no 429: it queues the excess); "" nothing recognised yet.
+	// ConcurrencyLimit is the in-flight cap the latency signal set while
+	// the downstream queues (0: none, MaxInFlight holds).
+	LimitBehaviour   string `json:"limit_behaviour,omitempty"`
+	LimitHeader      string `json:"limit_header,omitempty"`
+	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
 
 	Consumed         uint64 `json:"consumed"`
 	Admitted         uint64 `json:"admitted"`
@@ -135,6 +146,8 @@ func (e *Engine) Status() Status {
 	lim, src, last, _ := e.ctrl.learned()
 	s.LearnedLimit, s.LimitSource = lim, src.String()
 	s.LimitShared = e.ctrl.shared()
+	b, hdr, cc := e.ctrl.behaviour()
+	s.LimitBehaviour, s.LimitHeader, s.ConcurrencyLimit = b.String(), hdr, cc
 	s.LimitBoardError = e.shareErr.Load()
 	s.SinceThrottle = -1
 	if !last.IsZero() {

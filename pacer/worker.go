@@ -105,12 +105,14 @@ func (e *Engine) worker(ctx context.Context, anchor bool) {
 		// stream keeps its envelope. Otherwise its source holds it
 		// (Claimer) until the attempt is decided.
 		if grp, claims = e.claimGroup(grp, claims[:0]); len(grp) == 0 {
+			e.doneSending()
 			if probe {
 				e.endProbe()
 			}
 			continue
 		}
 		e.deliverBatch(grp, msgs[:0], results[:len(grp)], probe)
+		e.doneSending()
 		releaseClaims(claims)
 		if probe {
 			e.endProbe()

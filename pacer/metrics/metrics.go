@@ -226,7 +226,9 @@ var (
 	descRate       = prometheus.NewDesc("pacer_shaper_rate_per_second", "Current sustained rate (0: unlimited).", nil, nil)
 	descConfRate   = prometheus.NewDesc("pacer_shaper_configured_rate_per_second", "Configured (maximum) sustained rate.", nil, nil)
 	descTokens     = prometheus.NewDesc("pacer_shaper_tokens", "Permits available in the token bucket (negative while borrowed).", nil, nil)
-	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.", []string{"source"}, nil)
+	descLimit      = prometheus.NewDesc("pacer_downstream_limit_per_second", "The downstream's limit as the auto controller learned it, by source (configured, headers, 429s, latency); 0: unknown.", []string{"source"}, nil)
+	descBehaviour  = prometheus.NewDesc("pacer_downstream_behaviour", "1 for how the auto controller saw the downstream limit (headers, 429-only, penalty-box, queueing), 0 for the others.", []string{"behaviour"}, nil)
+	descConcLimit  = prometheus.NewDesc("pacer_downstream_concurrency_limit", "The in-flight cap the latency signal set while the downstream queues (0: none, max_in_flight holds).", nil, nil)
 	descSinceThr   = prometheus.NewDesc("pacer_downstream_since_throttle_seconds", "Time since the downstream last throttled (-1: never).", nil, nil)
 	descPause      = prometheus.NewDesc("pacer_downstream_pause_seconds", "What is left of a pause the downstream imposed on every delivery (Retry-After, a spent window); 0: none.", nil, nil)
 	descBrkOpen    = prometheus.NewDesc("pacer_breaker_open", "1 while the systemic-failure breaker is open (source paused, nothing dead-lettered, probing); /status names the failure class.", nil, nil)
@@ -236,7 +238,7 @@ var (
 )
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descQueueBytes, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descSinceThr, descPause, descBrkOpen, descBrkTrips, descBrkResets, descBrkHeld} {
+	for _, d := range []*prometheus.Desc{descQueueDepth, descQueueCap, descQueueBytes, descInFlight, descRetrying, descPaused, descRate, descConfRate, descTokens, descLimit, descBehaviour, descConcLimit, descSinceThr, descPause, descBrkOpen, descBrkTrips, descBrkResets, descBrkHeld} {
 		ch <- d
 	}
 }
@@ -269,13 +271,21 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	g(descRate, s.Rate)
 	g(descConfRate, s.ConfiguredRate)
 	g(descTokens, s.Tokens)
-	for _, src := range []pacer.LimitSource{pacer.LimitConfigured, pacer.LimitHeaders, pacer.Limit429} {
+	for _, src := range []pacer.LimitSource{pacer.LimitConfigured, pacer.LimitHeaders, pacer.Limit429, pacer.LimitLatency} {
 		v := 0.0
 		if s.LimitSource == src.String() {
 			v = s.LearnedLimit
 		}
 		g(descLimit, v, src.String())
 	}
+	for _, b := range []pacer.Behaviour{pacer.BehaviourHeaders, pacer.Behaviour429, pacer.BehaviourPenaltyBox, pacer.BehaviourQueueing} {
+		v := 0.0
+		if s.LimitBehaviour == b.String() {
+			v = 1
+		}
+		g(descBehaviour, v, b.String())
+	}
+	g(descConcLimit, float64(s.ConcurrencyLimit))
 	g(descSinceThr, s.SinceThrottle)
 	g(descPause, s.PauseSeconds)
 	open := 0.0

@@ -194,11 +194,21 @@ func TestMetricsDownstreamLimit(t *testing.T) {
 		// 40% decrease of the rate, 6/s; 10s since the throttle, 20s of
 		// the pause left.
 		want := `
-# HELP pacer_downstream_limit_per_second The downstream's limit as the auto controller learned it, by source (configured, headers, 429s); 0: unknown.
+# HELP pacer_downstream_behaviour 1 for how the auto controller saw the downstream limit (headers, 429-only, penalty-box, queueing), 0 for the others.
+# TYPE pacer_downstream_behaviour gauge
+pacer_downstream_behaviour{behaviour="429-only"} 1
+pacer_downstream_behaviour{behaviour="headers"} 0
+pacer_downstream_behaviour{behaviour="penalty-box"} 0
+pacer_downstream_behaviour{behaviour="queueing"} 0
+# HELP pacer_downstream_concurrency_limit The in-flight cap the latency signal set while the downstream queues (0: none, max_in_flight holds).
+# TYPE pacer_downstream_concurrency_limit gauge
+pacer_downstream_concurrency_limit 0
+# HELP pacer_downstream_limit_per_second The downstream's limit as the auto controller learned it, by source (configured, headers, 429s, latency); 0: unknown.
 # TYPE pacer_downstream_limit_per_second gauge
 pacer_downstream_limit_per_second{source="429s"} 6
 pacer_downstream_limit_per_second{source="configured"} 0
 pacer_downstream_limit_per_second{source="headers"} 0
+pacer_downstream_limit_per_second{source="latency"} 0
 # HELP pacer_downstream_pause_seconds What is left of a pause the downstream imposed on every delivery (Retry-After, a spent window); 0: none.
 # TYPE pacer_downstream_pause_seconds gauge
 pacer_downstream_pause_seconds 20
@@ -206,7 +216,8 @@ pacer_downstream_pause_seconds 20
 # TYPE pacer_downstream_since_throttle_seconds gauge
 pacer_downstream_since_throttle_seconds 10
 `
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pacer_downstream_limit_per_second", "pacer_downstream_pause_seconds", "pacer_downstream_since_throttle_seconds"); err != nil {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "pacer_downstream_limit_per_second", "pacer_downstream_pause_seconds", "pacer_downstream_since_throttle_seconds",
+			"pacer_downstream_behaviour", "pacer_downstream_concurrency_limit"); err != nil {
 			t.Error(err)
 		}
 		if err := <-done; err != nil {
