@@ -200,30 +200,7 @@ func asList(v any) []any {
 // TestDashboardMetricsExist: every metric the dashboard queries is one the
 // engine's metrics package registers (engine hooks and Redis limiters).
 func TestDashboardMetricsExist(t *testing.T) {
-	rec := &recorder{Registry: prometheus.NewRegistry()}
-	m, err := metrics.New(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var _ pacer.Hook = m
-	// The Redis limiters' collector (cmd/pacer registers it with a global limit).
-	rec.MustRegister(metrics.NewGlobalCollector([]string{"redis"}, map[string]func() metrics.LimiterStats{
-		"global": func() metrics.LimiterStats { return metrics.LimiterStats{} }}))
-	// The backlog collector and build info (cmd/pacer registers them for a
-	// Kafka or NATS source).
-	rec.MustRegister(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return metrics.BacklogSnapshot{} }),
-		metrics.BuildInfo("test", "go"))
-	names := map[string]bool{}
-	re := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
-	for _, c := range rec.cs {
-		ch := make(chan *prometheus.Desc, 64)
-		go func() { c.Describe(ch); close(ch) }()
-		for d := range ch {
-			if mm := re.FindStringSubmatch(d.String()); mm != nil {
-				names[mm[1]] = true
-			}
-		}
-	}
+	names := registeredMetrics(t)
 	data, err := os.ReadFile("grafana/dashboards/pacer.json")
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +230,38 @@ func TestDashboardMetricsExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// registeredMetrics returns the name of every metric a worker can export:
+// what the engine's metrics package registers (engine hooks, the Redis
+// limiters, the backlog, build info).
+func registeredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	rec := &recorder{Registry: prometheus.NewRegistry()}
+	m, err := metrics.New(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ pacer.Hook = m
+	// The Redis limiters' collector (cmd/pacer registers it with a global limit).
+	rec.MustRegister(metrics.NewGlobalCollector([]string{"redis"}, map[string]func() metrics.LimiterStats{
+		"global": func() metrics.LimiterStats { return metrics.LimiterStats{} }}))
+	// The backlog collector and build info (cmd/pacer registers them for a
+	// Kafka or NATS source).
+	rec.MustRegister(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return metrics.BacklogSnapshot{} }),
+		metrics.BuildInfo("test", "go"))
+	names := map[string]bool{}
+	re := regexp.MustCompile(`fqName: "([a-z_:]+)"`)
+	for _, c := range rec.cs {
+		ch := make(chan *prometheus.Desc, 64)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			if mm := re.FindStringSubmatch(d.String()); mm != nil {
+				names[mm[1]] = true
+			}
+		}
+	}
+	return names
 }
 
 func keys(m map[string]bool) []string {
