@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -158,5 +159,45 @@ func TestAlertRulesCovered(t *testing.T) {
 	mount := "./configs/" + alertsFile + ":/etc/prometheus/" + alertsFile + ":ro"
 	if !slices.ContainsFunc(asList(prom["volumes"]), func(v any) bool { return toString(v) == mount }) {
 		t.Errorf("docker-compose.yml: prometheus does not mount %s", mount)
+	}
+}
+
+// TestDashboardShowsBreakerAndLimit: what the alerts speak of is on the
+// dashboard too: the breaker's state (a stalled pipeline) and the limit
+// the auto controller learned, next to the rate pacer runs at.
+func TestDashboardShowsBreakerAndLimit(t *testing.T) {
+	data, err := os.ReadFile("grafana/dashboards/pacer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{
+		{"pacer_breaker_open", "pacer_breaker_trips_total"},
+		{"pacer_downstream_limit_per_second", "pacer_shaper_rate_per_second"},
+	} {
+		found := false
+		for _, p := range dash.Panels {
+			var exprs []string
+			for _, tg := range p.Targets {
+				exprs = append(exprs, tg.Expr)
+			}
+			all := strings.Join(exprs, "\n")
+			if strings.Contains(all, want[0]) && strings.Contains(all, want[1]) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no dashboard panel shows %s with %s", want[0], want[1])
+		}
 	}
 }
