@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/pacer-dev/pacer/internal/worker"
 )
 
 type versionCmd struct{}
@@ -13,6 +15,12 @@ func (versionCmd) Run(e *env) error {
 	bi, _ := debug.ReadBuildInfo()
 	fmt.Fprintf(e.stdout, "pacer %s\n", describeBuild(version, bi, runtime.GOOS+"/"+runtime.GOARCH))
 	return nil
+}
+
+// stampWorker hands the versions to the worker before it starts: the
+// linked one for traces, the resolved one for pacer_build_info.
+func stampWorker() {
+	worker.Version, worker.BuildVersion = version, buildVersion()
 }
 
 // buildVersion is the version set at link time, else the module version
