@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -166,21 +165,7 @@ func TestAlertRulesCovered(t *testing.T) {
 // dashboard too: the breaker's state (a stalled pipeline) and the limit
 // the auto controller learned, next to the rate pacer runs at.
 func TestDashboardShowsBreakerAndLimit(t *testing.T) {
-	data, err := os.ReadFile("grafana/dashboards/pacer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(data, &dash); err != nil {
-		t.Fatal(err)
-	}
+	dash := readDashboard(t)
 	for _, want := range [][]string{
 		{"pacer_breaker_open", "pacer_breaker_trips_total"},
 		{"pacer_downstream_limit_per_second", "pacer_shaper_rate_per_second"},

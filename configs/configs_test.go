@@ -201,21 +201,7 @@ func asList(v any) []any {
 // engine's metrics package registers (engine hooks and Redis limiters).
 func TestDashboardMetricsExist(t *testing.T) {
 	names := registeredMetrics(t)
-	data, err := os.ReadFile("grafana/dashboards/pacer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(data, &dash); err != nil {
-		t.Fatalf("dashboard JSON: %v", err)
-	}
+	dash := readDashboard(t)
 	used := regexp.MustCompile(`pacer_[a-z_]+`)
 	for _, p := range dash.Panels {
 		if len(p.Targets) == 0 {
@@ -230,6 +216,40 @@ func TestDashboardMetricsExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dashboard is the part of grafana/dashboards/pacer.json the tests read.
+type dashboard struct {
+	Templating struct {
+		List []struct {
+			Name string `json:"name"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title       string `json:"title"`
+		FieldConfig struct {
+			Defaults struct {
+				Unit     string `json:"unit"`
+				Mappings []any  `json:"mappings"`
+			} `json:"defaults"`
+		} `json:"fieldConfig"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
+	data, err := os.ReadFile("grafana/dashboards/pacer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	return d
 }
 
 // registeredMetrics returns the name of every metric a worker can export:
