@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"encoding/json"
 	"os"
 	"regexp"
 	"strings"
@@ -39,32 +38,7 @@ func TestDockerfileRunsInContainers(t *testing.T) {
 // unrelated pipelines), message rates are in messages/s, and the paused
 // state reads as words, not 0 and 1.
 func TestDashboardGroupsByPipeline(t *testing.T) {
-	data, err := os.ReadFile("grafana/dashboards/pacer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Templating struct {
-			List []struct {
-				Name string `json:"name"`
-			} `json:"list"`
-		} `json:"templating"`
-		Panels []struct {
-			Title       string `json:"title"`
-			FieldConfig struct {
-				Defaults struct {
-					Unit     string `json:"unit"`
-					Mappings []any  `json:"mappings"`
-				} `json:"defaults"`
-			} `json:"fieldConfig"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(data, &dash); err != nil {
-		t.Fatal(err)
-	}
+	dash := readDashboard(t)
 	vars := map[string]bool{}
 	for _, v := range dash.Templating.List {
 		vars[v.Name] = true

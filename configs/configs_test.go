@@ -200,6 +200,63 @@ func asList(v any) []any {
 // TestDashboardMetricsExist: every metric the dashboard queries is one the
 // engine's metrics package registers (engine hooks and Redis limiters).
 func TestDashboardMetricsExist(t *testing.T) {
+	names := registeredMetrics(t)
+	dash := readDashboard(t)
+	used := regexp.MustCompile(`pacer_[a-z_]+`)
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, name := range used.FindAllString(tg.Expr, -1) {
+				base := strings.TrimSuffix(name, "_bucket")
+				if !names[base] {
+					t.Errorf("panel %q queries %s, which pacer/metrics does not register (it has %v)", p.Title, name, keys(names))
+				}
+			}
+		}
+	}
+}
+
+// dashboard is the part of grafana/dashboards/pacer.json the tests read.
+type dashboard struct {
+	Templating struct {
+		List []struct {
+			Name string `json:"name"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title       string `json:"title"`
+		FieldConfig struct {
+			Defaults struct {
+				Unit     string `json:"unit"`
+				Mappings []any  `json:"mappings"`
+			} `json:"defaults"`
+		} `json:"fieldConfig"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
+	data, err := os.ReadFile("grafana/dashboards/pacer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	return d
+}
+
+// registeredMetrics returns the name of every metric a worker can export:
+// what the engine's metrics package registers (engine hooks, the Redis
+// limiters, the backlog, build info).
+func registeredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
 	rec := &recorder{Registry: prometheus.NewRegistry()}
 	m, err := metrics.New(rec)
 	if err != nil {
@@ -224,35 +281,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 			}
 		}
 	}
-	data, err := os.ReadFile("grafana/dashboards/pacer.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(data, &dash); err != nil {
-		t.Fatalf("dashboard JSON: %v", err)
-	}
-	used := regexp.MustCompile(`pacer_[a-z_]+`)
-	for _, p := range dash.Panels {
-		if len(p.Targets) == 0 {
-			t.Errorf("panel %q has no query", p.Title)
-		}
-		for _, tg := range p.Targets {
-			for _, name := range used.FindAllString(tg.Expr, -1) {
-				base := strings.TrimSuffix(name, "_bucket")
-				if !names[base] {
-					t.Errorf("panel %q queries %s, which pacer/metrics does not register (it has %v)", p.Title, name, keys(names))
-				}
-			}
-		}
-	}
+	return names
 }
 
 func keys(m map[string]bool) []string {

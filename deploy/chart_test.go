@@ -89,13 +89,18 @@ var chartCases = []chartCase{
 			} else if mu := o.pdbs[0].Spec.MaxUnavailable; mu == nil || mu.IntValue() != 1 {
 				t.Errorf("PDB maxUnavailable = %v, want 1", mu)
 			}
-			if len(o.serviceMonitors)+len(o.hpas)+len(o.scaledObjects) != 0 {
-				t.Errorf("ServiceMonitor/HPA/ScaledObject rendered without being asked for")
+			if len(o.serviceMonitors)+len(o.prometheusRules)+len(o.hpas)+len(o.scaledObjects) != 0 {
+				t.Errorf("ServiceMonitor/PrometheusRule/HPA/ScaledObject rendered without being asked for")
 			}
 			if _, ok := d.Spec.Template.Annotations["checksum/config"]; !ok {
 				t.Errorf("no checksum/config annotation: a changed config would not roll the workers")
 			}
 			c := d.Spec.Template.Spec.Containers[0]
+			// The released image of the chart's appVersion (not a local tag
+			// that exists nowhere).
+			if want := releaseImage + ":" + chartMetadata(t).AppVersion; c.Image != want {
+				t.Errorf("image = %q, want %q", c.Image, want)
+			}
 			if got := envValue(c, "GOMEMLIMIT"); got != fmt.Sprint(256<<20/10*9) {
 				t.Errorf("GOMEMLIMIT = %q, want 90%% of 256Mi", got)
 			}
@@ -235,7 +240,12 @@ terminationSlackSeconds: 15
 		name: "ServiceMonitor, PDB minAvailable, no memory limit",
 		values: minimalConfig + `
 metrics:
-  serviceMonitor: {enabled: true, interval: 30s, labels: {release: prom}}
+  serviceMonitor:
+    enabled: true
+    interval: 30s
+    labels: {release: prom}
+    relabelings: [{targetLabel: pipeline, replacement: orders}]
+    metricRelabelings: [{sourceLabels: [__name__], regex: go_gc_.*, action: drop}]
 podDisruptionBudget: {minAvailable: 2}
 resources: {requests: {cpu: 200m}, limits: {memory: null}}
 `,
@@ -249,6 +259,15 @@ resources: {requests: {cpu: 200m}, limits: {memory: null}}
 			}
 			if sm.Labels["release"] != "prom" {
 				t.Errorf("labels = %v", sm.Labels)
+			}
+			// The pipeline label the dashboard, the alerts and an HPA select on.
+			if ep := sm.Spec.Endpoints; len(ep) == 1 {
+				if r := ep[0].RelabelConfigs; len(r) != 1 || r[0].TargetLabel != "pipeline" || r[0].Replacement == nil || *r[0].Replacement != "orders" {
+					t.Errorf("relabelings = %+v, want pipeline=orders", r)
+				}
+				if r := ep[0].MetricRelabelConfigs; len(r) != 1 || r[0].Action != "drop" || r[0].Regex != "go_gc_.*" {
+					t.Errorf("metricRelabelings = %+v", r)
+				}
 			}
 			if !maps.Equal(sm.Spec.Selector.MatchLabels, o.services[0].Spec.Selector) {
 				t.Errorf("ServiceMonitor selects %v, the Service's pods are %v", sm.Spec.Selector.MatchLabels, o.services[0].Spec.Selector)

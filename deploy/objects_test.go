@@ -29,6 +29,7 @@ type objects struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	hpas            []*autoscalingv2.HorizontalPodAutoscaler
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	prometheusRules []*monitoringv1.PrometheusRule
 	scaledObjects   []*scaledObject
 	all             []metav1.Object
 }
@@ -79,6 +80,8 @@ func decodeAll(stream string) (*objects, error) {
 			obj, err = decodeStrict(doc, &o.hpas)
 		case "monitoring.coreos.com/v1/ServiceMonitor":
 			obj, err = decodeStrict(doc, &o.serviceMonitors)
+		case "monitoring.coreos.com/v1/PrometheusRule":
+			obj, err = decodeStrict(doc, &o.prometheusRules)
 		case "keda.sh/v1alpha1/ScaledObject":
 			obj, err = decodeStrict(doc, &o.scaledObjects)
 		default:

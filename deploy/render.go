@@ -5,7 +5,7 @@
 // Kubernetes API types.
 package deploy
 
-//go:generate go test -run TestManifestsInSync -update .
+//go:generate go test -run TestManifestsInSync|TestPrometheusRuleIsTheAlertsFile -update .
 
 import (
 	"fmt"

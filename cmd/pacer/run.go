@@ -53,6 +53,7 @@ func (r runCmd) Run(e *env) error {
 	log = slog.New(red.Handler(rec.Wrap(log.Handler())))
 	worker.RouteLibraryLoggers(log)
 
+	stampWorker()
 	w, err := worker.Start(e.ctx, cfg.Admin, log, func() (*worker.Worker, error) { return worker.New(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
