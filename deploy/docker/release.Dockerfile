@@ -9,12 +9,12 @@ COPY configs/*.yaml /etc/pacer/
 USER nonroot:nonroot
 # Inside a container the admin listener must listen on every interface to be
 # reachable (and health-checked), and Kafka is reached by its service name.
-ENV PACER_ADMIN_LISTEN=0.0.0.0:9090 \
+ENV PACER_ADMIN_LISTEN=0.0.0.0:8484 \
     PACER_ADMIN_ALLOW_REMOTE=true \
     KAFKA_BROKERS=kafka:9092
-EXPOSE 9090
+EXPOSE 8484
 # distroless has no shell, curl or wget: pacer checks itself (GET /readyz).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=6 \
-  CMD ["/usr/local/bin/pacer", "healthcheck", "--addr", "127.0.0.1:9090"]
+  CMD ["/usr/local/bin/pacer", "healthcheck", "--addr", "127.0.0.1:8484"]
 ENTRYPOINT ["/usr/local/bin/pacer"]
 CMD ["run", "-c", "/etc/pacer/kafka-to-http.yaml"]
