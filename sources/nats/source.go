@@ -236,7 +236,7 @@ func (s *Source) dial(ctx context.Context) (*nats.Conn, error) {
 		func(attempt int, wait time.Duration, err error) {
 			msg := err.Error()
 			s.connErr.Store(&msg)
-			s.cfg.Logger.Warn("nats: server unreachable; retrying", "url", redactURL(s.cfg.Conn.URL), "attempt", attempt, "retry_in", wait, "err", err)
+			s.cfg.Logger.Warn("nats: server unreachable; retrying", append(s.cfg.Conn.logAttrs(), "attempt", attempt, "retry_in", wait, "err", err)...)
 		})
 	if err != nil {
 		return nil, err
