@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"net/http"
-	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,23 +16,9 @@ import (
 // cleanly", in every round (it exited 1 with "stopped on error ... nats:
 // consumer ...: context canceled").
 func TestRunSIGTERMJustAfterRunning(t *testing.T) {
-	url, stream, _ := setupNATS(t, 3)
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(api.Close)
-	cfg := binharness.WriteFile(t, "run.yaml", fmt.Sprintf(`source:
-  type: nats
-  nats:
-    url: %s
-    stream: %s
-shaping:
-  rate: 1000/s
-sink:
-  type: http
-  http:
-    url: %s/orders
-admin:
-  listen: ""
-`, url, stream, api.URL))
+	// An API answering 400 and a dead-letter file: no message is needed,
+	// only a NATS source that starts.
+	cfg, _, _, _ := rejectingConfig(t, filepath.Join(t.TempDir(), "dead.jsonl"))
 	for round := range 5 {
 		p := binharness.Start(t, nil, "run", "-c", cfg)
 		deadline := time.Now().Add(30 * time.Second)
