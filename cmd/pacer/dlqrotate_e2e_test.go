@@ -39,6 +39,16 @@ func wholeDeadLetters(t *testing.T, path string) map[string]string {
 // address.
 func runRejecting(t *testing.T, dl string) (*binharness.Proc, jetstream.JetStream, string, string) {
 	t.Helper()
+	cfg, js, stream, addr := rejectingConfig(t, dl)
+	p := binharness.Start(t, nil, "run", "-c", cfg)
+	binharness.Eventually(t, 30*time.Second, "pacer running", func() bool { return strings.Contains(p.Stderr(), "pacer: running") })
+	return p, js, stream, addr
+}
+
+// rejectingConfig writes runRejecting's config and returns its path, the
+// stream's JetStream, the stream and the admin address.
+func rejectingConfig(t *testing.T, dl string) (string, jetstream.JetStream, string, string) {
+	t.Helper()
 	url, stream, js := setupNATS(t, 0)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad order", http.StatusBadRequest)
@@ -64,9 +74,7 @@ breaker:
 admin:
   listen: %s
 `, url, stream, api.URL, dl, addr))
-	p := binharness.Start(t, nil, "run", "-c", cfg)
-	binharness.Eventually(t, 30*time.Second, "pacer running", func() bool { return strings.Contains(p.Stderr(), "pacer: running") })
-	return p, js, stream, addr
+	return cfg, js, stream, addr
 }
 
 // TestRunDeadLetterFileRotation: `pacer run` against a real NATS and an API

@@ -69,7 +69,7 @@ func TestSIGHUPDuringShutdownDoesNotKill(t *testing.T) {
 		p, js, stream, _ := runRejecting(t, dl)
 		// Running with its source pulling (a message dead-lettered): a
 		// SIGTERM while the NATS source still creates its consumer is
-		// another story (see RELIABILITY.md).
+		// TestRunSIGTERMJustAfterRunning.
 		if _, err := js.Publish(context.Background(), stream+".orders", []byte("m")); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 func natsConn(n config.NATS) natssrc.Conn {
 	return natssrc.Conn{
 		URL:          n.URL,
+		URLField:     "source.nats.url",
 		CredsFile:    n.Auth.CredsFile,
 		NKeySeedFile: n.Auth.NKeySeedFile,
 		User:         n.Auth.User,

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/internal/tlsconf"
 )
 
@@ -25,6 +24,11 @@ var ErrInvalidConfig = errors.New("nats: invalid config")
 type Conn struct {
 	URL  string // comma separated server URLs (nats.DefaultURL if empty)
 	Name string // client name shown by the server ("pacer" if empty)
+	// URLField is the configuration setting URL comes from
+	// ("source.nats.url"): log lines about the connection (server
+	// unreachable, disconnected) name it next to URL, whose credentials
+	// and query values internal/redact masks. Empty: no field is named.
+	URLField string
 
 	CredsFile    string
 	NKeySeedFile string
@@ -102,16 +106,32 @@ func (c *Conn) checkFiles() error {
 	return nil
 }
 
-// onDisconnect logs a lost connection as a warning; a connection closed on
-// purpose (err nil: Close, a clean stop) is logged at debug level only.
-func onDisconnect(log *slog.Logger) nats.ConnErrHandler {
+// onDisconnect logs a lost connection as a warning, naming c's servers
+// (logAttrs); a connection closed on purpose (err nil: Close, a clean
+// stop) is logged at debug level only.
+func onDisconnect(log *slog.Logger, c *Conn) nats.ConnErrHandler {
 	return func(_ *nats.Conn, err error) {
 		if err == nil {
 			log.Debug("nats: connection closed")
 			return
 		}
-		log.Warn("nats: disconnected", "err", err)
+		log.Warn("nats: disconnected", append(c.logAttrs(), "err", err)...)
 	}
+}
+
+// logAttrs are the attributes naming c's servers in a log line: "url",
+// redacted by internal/redact (userinfo and query values masked), and
+// "field", the setting it comes from (URLField, when set).
+func (c *Conn) logAttrs() []any {
+	addr := c.URL
+	if addr == "" {
+		addr = nats.DefaultURL
+	}
+	attrs := []any{"url", redact.Text(addr)}
+	if c.URLField != "" {
+		attrs = append(attrs, "field", c.URLField)
+	}
+	return attrs
 }
 
 // connect dials NATS with reconnect-forever and logging handlers.
@@ -144,7 +164,7 @@ func (c *Conn) connect(log *slog.Logger) (*nats.Conn, error) {
 		nats.MaxPingsOutstanding(pings),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(wait),
-		nats.DisconnectErrHandler(onDisconnect(log)),
+		nats.DisconnectErrHandler(onDisconnect(log, c)),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			// A slow-consumer drop (seen after reconnects) costs a delay,
 			// not a message: the server redelivers after AckWait.
@@ -328,18 +348,4 @@ func (c *Config) withDefaults() Config {
 		cc.Logger = slog.New(slog.DiscardHandler)
 	}
 	return cc
-}
-
-// redactURL hides passwords in a comma-separated list of server URLs, for
-// logs.
-func redactURL(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
-			parts[i] = u.Redacted()
-		} else {
-			parts[i] = "(unparsable URL)"
-		}
-	}
-	return strings.Join(parts, ",")
 }

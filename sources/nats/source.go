@@ -159,11 +159,24 @@ func (s *Source) Close() error {
 }
 
 // Run pulls until ctx is done (returning ctx's error), deliver fails outside
-// ctx (the engine stops: nil), or setup fails.
+// ctx (the engine stops: nil), or setup fails. ctx ending while Run still
+// dials, looks up the stream or creates its consumer is a stop like any
+// other: Run returns ctx's error itself, not a setup failure wrapping it
+// (which the engine took for a fatal error: exit 1 on a SIGTERM just after
+// start).
 func (s *Source) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
 	if s.ran.Swap(true) {
 		return errors.New("nats: Source.Run called twice")
 	}
+	err := s.run(ctx, deliver)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// run is Run, its setup failures wrapped with what failed.
+func (s *Source) run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
 	nc := s.cfg.NC
 	own := false
 	if nc == nil {
@@ -223,7 +236,7 @@ func (s *Source) dial(ctx context.Context) (*nats.Conn, error) {
 		func(attempt int, wait time.Duration, err error) {
 			msg := err.Error()
 			s.connErr.Store(&msg)
-			s.cfg.Logger.Warn("nats: server unreachable; retrying", "url", redactURL(s.cfg.Conn.URL), "attempt", attempt, "retry_in", wait, "err", err)
+			s.cfg.Logger.Warn("nats: server unreachable; retrying", append(s.cfg.Conn.logAttrs(), "attempt", attempt, "retry_in", wait, "err", err)...)
 		})
 	if err != nil {
 		return nil, err

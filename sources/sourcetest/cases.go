@@ -360,3 +360,33 @@ func testBrokerRestart(t *testing.T, h Harness) {
 	a.waitAll(t, h.Features.Timeout, after)
 	a.stop(t)
 }
+
+// testCancelledWhileStarting: ctx ending before Run or while it still
+// connects and sets up (a SIGTERM just after start) is a clean stop: Run
+// returns nil or ctx's error itself, which the engine tells from a fatal
+// error by identity (a setup error wrapping context.Canceled made the
+// worker exit 1), and nothing published is lost.
+func testCancelledWhileStarting(t *testing.T, h Harness) {
+	env := h.Setup(t)
+	recs := records("early", 3)
+	publish(t, h, env, recs)
+	for round := range 6 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if round%2 == 0 {
+			cancel() // before Run
+		}
+		done := make(chan error, 1)
+		go func() { done <- env.NewSource(t).Run(ctx, func(context.Context, *pacer.Message) error { return nil }) }()
+		cancel() // while Run starts (or already cancelled)
+		select {
+		case err := <-done:
+			if err != nil && err != ctx.Err() {
+				t.Errorf("round %d: Run cancelled while starting returned %q, want nil or ctx's error itself", round, err)
+			}
+		case <-time.After(h.Features.Timeout):
+			t.Fatalf("round %d: Run did not return within %v of cancel", round, h.Features.Timeout)
+		}
+	}
+	c := start(t, env.NewSource(t), nil)
+	c.waitAll(t, h.Features.Timeout, recs)
+}

@@ -96,6 +96,7 @@ func Run(t *testing.T, h Harness) {
 		{"Nak", testNak},
 		{"SharedGroupLeavingLosesNothing", testSharedGroup},
 		{"StopsWhenDeliverFails", testStopsWhenDeliverFails},
+		{"CancelledWhileStarting", testCancelledWhileStarting},
 		{"BrokerRestart", testBrokerRestart},
 	}
 	for _, tc := range tests {
