@@ -71,6 +71,26 @@ func TestLimitFinderLastSecondCapsTheLimit(t *testing.T) {
 	}
 }
 
+// A downstream that queues (nginx's limit_req without nodelay) is paced
+// without a burst once the latency taught its rate: two requests closer
+// together than its rate only wait in its queue, and that wait read as
+// queueing widened the headroom under the limit (real nginx: the cruise
+// went from 98% to 92% of the limit, 46.9-48.5/s delivered for 50/s).
+func TestLimitFinderQueuedLearnsTheRateWithoutABurst(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 50)
+	if !f.queued(clk.Now()) {
+		t.Fatal("queued at 100/s while 50/s was delivered: no change")
+	}
+	if f.limit < 49 || f.limit > 51 {
+		t.Errorf("limit %.2f, want the 50/s delivered", f.limit)
+	}
+	if f.burst != 1 {
+		t.Errorf("burst %d under a queueing downstream, want 1 (the minimum)", f.burst)
+	}
+}
+
 // windowEdge.rolling tells a rolling window (Remaining steady) from a fixed
 // one (Remaining falls, then jumps back up at each reset).
 func TestWindowEdgeRolling(t *testing.T) {

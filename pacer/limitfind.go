@@ -325,6 +325,11 @@ func (f *limitFinder) takeHold() (time.Time, string) {
 }
 
 func (f *limitFinder) burstFor(r float64) int {
+	if f.src == LimitLatency {
+		// A downstream that queues delays whatever comes closer together
+		// than its rate: a burst only adds latency there.
+		return f.minBst
+	}
 	return min(max(int(math.Ceil(r*lfBurstShare)), f.minBst), max(f.cfgBurst, f.minBst))
 }
 
