@@ -46,7 +46,10 @@ func (h *itemHeap) Pop() any {
 	return it
 }
 
+// push queues it, due at due. An item waiting for another attempt holds
+// no claim (Claimer): push ends the one it still holds first.
 func (q *delayQueue) push(it *item, due time.Time) {
+	it.unclaim()
 	q.mu.Lock()
 	q.seq++
 	it.seq = q.seq

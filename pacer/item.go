@@ -11,6 +11,7 @@ type item struct {
 	m        *Message
 	rev      Revocable // m.Acker, when it can be revoked
 	clm      Claimer   // m.Acker, when it must be claimed for a delivery
+	claimed  bool      // clm claimed for the attempt under way
 	enq      time.Time // when the source handed it over
 	first    time.Time // first attempt (zero before it)
 	admitted time.Time // latest admission
@@ -65,9 +66,11 @@ func (e *Engine) dropRevoked(grp []*item) []*item {
 
 // claimGroup is dropRevoked right before the sink: an item whose source
 // must hold it while it is delivered (Claimer) is claimed, or settled
-// (Nak) and removed when the source refuses (revoked). The claims go to
-// releaseClaims once the attempt is decided.
-func (e *Engine) claimGroup(grp []*item, claims []Claimer) ([]*item, []Claimer) {
+// (Nak) and removed when the source refuses (revoked). The claim lasts
+// until the attempt is decided: unclaim ends it after the settlement, or
+// before the item is queued for another attempt, so a message is never
+// claimed twice at once.
+func (e *Engine) claimGroup(grp []*item) []*item {
 	k := 0
 	for _, it := range grp {
 		if it.rev != nil {
@@ -76,7 +79,7 @@ func (e *Engine) claimGroup(grp []*item, claims []Claimer) ([]*item, []Claimer) 
 					e.settle(it, SettledNak, 0, "")
 					continue
 				}
-				claims = append(claims, it.clm)
+				it.claimed = true
 			} else if it.rev.Revoked() {
 				e.settle(it, SettledNak, 0, "")
 				continue
@@ -85,13 +88,13 @@ func (e *Engine) claimGroup(grp []*item, claims []Claimer) ([]*item, []Claimer) 
 		grp[k] = it
 		k++
 	}
-	return grp[:k], claims
+	return grp[:k]
 }
 
-// releaseClaims ends claimGroup's claims.
-func releaseClaims(claims []Claimer) {
-	for i, c := range claims {
-		c.Release()
-		claims[i] = nil
+// unclaim ends claimGroup's claim on it, if it holds one.
+func (it *item) unclaim() {
+	if it.claimed {
+		it.claimed = false
+		it.clm.Release()
 	}
 }

@@ -32,6 +32,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 			e.log.Warn("pacer: settling failed", "id", m.ID, "settlement", kind.String(), "err", err)
 		}
 	}
+	it.unclaim() // after the settlement: the source sees it settled, then free
 	switch kind {
 	case SettledAck, SettledDeferred:
 		e.stats.acked.Add(1)

@@ -29,7 +29,6 @@ func (e *Engine) worker(ctx context.Context, anchor bool) {
 	grp := make([]*item, 0, n)
 	msgs := make([]*Message, 0, n)
 	results := make([]Result, n)
-	var claims []Claimer
 	// With batching, or key ordering (keys must be claimed in the order the
 	// queue hands messages over), one worker at a time takes from the queue.
 	serial := n > 1 || e.keys != nil
@@ -104,7 +103,7 @@ func (e *Engine) worker(ctx context.Context, anchor bool) {
 		// owner delivers it. The permit stays spent, so the admitted
 		// stream keeps its envelope. Otherwise its source holds it
 		// (Claimer) until the attempt is decided.
-		if grp, claims = e.claimGroup(grp, claims[:0]); len(grp) == 0 {
+		if grp = e.claimGroup(grp); len(grp) == 0 {
 			e.doneSending()
 			if probe {
 				e.endProbe()
@@ -113,7 +112,6 @@ func (e *Engine) worker(ctx context.Context, anchor bool) {
 		}
 		e.deliverBatch(grp, msgs[:0], results[:len(grp)], probe)
 		e.doneSending()
-		releaseClaims(claims)
 		if probe {
 			e.endProbe()
 		}
