@@ -260,6 +260,7 @@ func TestDocsCommands(t *testing.T) {
 	if n < 5 {
 		t.Errorf("found %d pacer commands in the documents' code blocks; the README alone shows more", n)
 	}
+	t.Logf("%d pacer commands checked", n)
 }
 
 // docBase completes a configuration block that shows only some sections:
@@ -310,6 +311,7 @@ func TestDocsConfigs(t *testing.T) {
 	if n < 5 {
 		t.Errorf("found %d yaml blocks in the documents; the README and docs/configuration.md alone show more", n)
 	}
+	t.Logf("%d yaml blocks validated", n)
 }
 
 // TestDocsLinks: every relative link of the README, docs/*.md and the
