@@ -228,6 +228,7 @@ func TestDocsCommands(t *testing.T) {
 	n := 0
 	for _, page := range docPages(t, root) {
 		for _, f := range fences(t, page) {
+			f.file, _ = filepath.Rel(root, f.file) // as the messages name it
 			for _, c := range docCommands(t, f) {
 				n++
 				if _, err := commandParser(t).Parse(conventionalArgs(c.args)); err != nil {
