@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
@@ -76,7 +76,7 @@ func TestRunTwoWorkersSharePerKeyBudget(t *testing.T) {
 	// The tenant's budget starts full (a missing budget key is an empty
 	// bucket, which at 1/min would hold the test for minutes): the limiter
 	// the workers build for it (shaping.global.key + ".per_key").
-	fillKey, err := redis.New(redis.Config{Name: "budget.per_key", Prefix: rs.Prefix, URL: rs.URL,
+	fillKey, err := redislimit.New(redislimit.Config{Name: "budget.per_key", Prefix: rs.Prefix, URL: rs.URL,
 		Rate: algorithms.Rate{Count: 1, Per: time.Minute}, Burst: burst}, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/binharness"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // Scenario 1: SIGKILL the worker at random moments and restart it. Every
@@ -101,7 +101,7 @@ func TestCrashNATS(t *testing.T) {
 
 // TestCrashKafka: offsets are committed as soon as a partition's
 // watermark advances, coalesced to one commit per commit interval (100ms)
-// unless 16 messages (kafka.DefaultCommitAfter) were acked since the last
+// unless 16 messages (kafkasource.DefaultCommitAfter) were acked since the last
 // commit, so a kill repeats at most what was in flight plus what was acked
 // since the last commit: max_in_flight + 16, plus what is acked during one
 // commit's round trip (24 per kill here; it was max_in_flight + rate x
@@ -120,7 +120,7 @@ func TestCrashKafka(t *testing.T) {
 		"initial_offset: oldest", "initial_offset: oldest\n    instance_id: crash-worker", 1))
 	rec := crashLoop(t, api, cfg, crashMessages, crashKills, 2)
 	t.Logf("time to first delivery after each restart: %v", rec)
-	checkCrashOutcome(t, api, crashMessages, crashKills, crashInFlight+kafka.DefaultCommitAfter)
+	checkCrashOutcome(t, api, crashMessages, crashKills, crashInFlight+kafkasource.DefaultCommitAfter)
 	// Slack: the admitted stream is exact; at 1,000/s on a loaded machine
 	// arrivals jitter by a few ms, i.e. a few messages (measured +2.5
 	// NATS, +7.5 Kafka; BENCHMARKS.md). max_in_flight bounds it here.

@@ -23,8 +23,8 @@ import (
 )
 
 // Hostile messages, end to end through the binary. The unit-level proofs
-// live with the adapters (see RELIABILITY.md): sinks/http
-// TestHeaderInjectionRefused, TestBodyTemplate and FuzzPrepare; sinks/sql
+// live with the adapters (see RELIABILITY.md): sinks/httpsink
+// TestHeaderInjectionRefused, TestBodyTemplate and FuzzPrepare; sinks/sqlsink
 // TestBadInputIsPermanent and FuzzArgs.
 
 // publishMsg publishes one message with an optional tenant header.

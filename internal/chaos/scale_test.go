@@ -90,7 +90,7 @@ func scaleRolling(t *testing.T, api *testapi.Server, cfgs, admins [3]string) {
 		t.Errorf("%d duplicate deliveries without any fault; want 0", tl.dups)
 	}
 	// Kafka partitions given up while a message below delivered ones was
-	// unfinished (sources/kafka gap.go): each would have repeated what was
+	// unfinished (sources/kafkasource gap.go): each would have repeated what was
 	// delivered above it.
 	gaps := 0
 	for _, w := range all {

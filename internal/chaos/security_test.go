@@ -16,7 +16,7 @@ import (
 // (see RELIABILITY.md): internal/config TestSecretsNeverPrint and the
 // "remote admin" case of TestValidateCombinations (loopback by default),
 // internal/admin TestPutRate (bearer token, constant-time compare),
-// sources/kafka TestTLSVerifies, sinks/http TestTLS.
+// sources/kafkasource TestTLSVerifies, sinks/httpsink TestTLS.
 
 // Known secret values, each unique enough to find in any output.
 const (
@@ -163,7 +163,7 @@ func TestTLSInsecureWarns(t *testing.T) {
 		}
 	}
 	if !warned {
-		t.Errorf("sink.http.tls.insecure_skip_verify: true logged no warning (cmd/pacer wiring / sinks/http); output:\n%s", w.Output())
+		t.Errorf("sink.http.tls.insecure_skip_verify: true logged no warning (cmd/pacer wiring / sinks/httpsink); output:\n%s", w.Output())
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/pacer-dev/pacer/pacer"
 
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // Config is the whole configuration of one pacer worker.
@@ -463,11 +463,11 @@ func Default() Config {
 			Kafka: Kafka{
 				Group:          "pacer",
 				ClientID:       "pacer",
-				Version:        kafka.DefaultVersion,
+				Version:        kafkasource.DefaultVersion,
 				InitialOffset:  "oldest",
-				CommitInterval: Duration(kafka.DefaultCommitInterval),
-				CommitAfter:    CountOrNone(kafka.DefaultCommitAfter),
-				FetchMaxWait:   Duration(kafka.DefaultFetchMaxWait),
+				CommitInterval: Duration(kafkasource.DefaultCommitInterval),
+				CommitAfter:    CountOrNone(kafkasource.DefaultCommitAfter),
+				FetchMaxWait:   Duration(kafkasource.DefaultFetchMaxWait),
 			},
 			NATS: NATS{
 				URL:            "nats://127.0.0.1:4222",

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/pacer-dev/pacer/pacer"
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // TestEnvValuesArriveExactly: a variable's value reaches its field as it
@@ -236,9 +236,9 @@ func TestDefaultsAreTheLibraries(t *testing.T) {
 		{"shaping.per_key.idle_ttl", d.Shaping.PerKey.IdleTTL.D(), pacer.DefaultPerKeyIdleTTL},
 		{"sink.http.timeout", d.Sink.HTTP.Timeout.D(), httpsink.DefaultTimeout},
 		{"sink.http.content_type", d.Sink.HTTP.ContentType, httpsink.DefaultContentType},
-		{"source.kafka.version", d.Source.Kafka.Version, kafka.DefaultVersion},
+		{"source.kafka.version", d.Source.Kafka.Version, kafkasource.DefaultVersion},
 		{"retry.max_attempts", int(d.Retry.MaxAttempts), pacer.DefaultMaxAttempts},
-		{"source.kafka.commit_after", int(d.Source.Kafka.CommitAfter), kafka.DefaultCommitAfter},
+		{"source.kafka.commit_after", int(d.Source.Kafka.CommitAfter), kafkasource.DefaultCommitAfter},
 		{"retry.initial_backoff", d.Retry.InitialBackoff.D(), pacer.DefaultRetryInitial},
 		{"retry.max_backoff", d.Retry.MaxBackoff.D(), pacer.DefaultRetryMax},
 		{"drain_timeout", d.DrainTimeout.D(), pacer.DefaultDrainTimeout},

@@ -17,7 +17,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // churnSink records every delivery and takes a random short time per
@@ -113,15 +113,15 @@ func groupChurn(t *testing.T, seed uint64) {
 
 	type worker struct {
 		eng    *pacer.Engine
-		src    *kafka.Source
+		src    *kafkasource.Source
 		cancel context.CancelFunc
 		done   chan error
 		drain  time.Duration
 	}
 	var ws [slots]*worker
 	start := func(i int) {
-		src, err := kafka.New(kafka.Config{
-			Client: kafka.Client{Brokers: brokers}, Group: group, Topics: []string{topic},
+		src, err := kafkasource.New(kafkasource.Config{
+			Client: kafkasource.Client{Brokers: brokers}, Group: group, Topics: []string{topic},
 			SessionTimeout: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
 			CommitInterval:          time.Duration(20+rng.IntN(200)) * time.Millisecond,
 			MaxInFlightPerPartition: 8 + rng.IntN(40),

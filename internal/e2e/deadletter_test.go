@@ -10,7 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // at names a Kafka message by topic/partition/offset (its ID adds the
@@ -80,8 +80,8 @@ func TestFailedDeadLetterWriteDoesNotStrandPartition(t *testing.T) {
 	poison := fmt.Sprintf("%s/%d/%d", topic, 1, 5)
 	sink := &poisonSink{poison: poison, delivered: map[string]int{}}
 	dlq := &flakyDLQ{failures: 3}
-	src, err := kafka.New(kafka.Config{
-		Client: kafka.Client{Brokers: brokers}, Group: group, Topics: []string{topic},
+	src, err := kafkasource.New(kafkasource.Config{
+		Client: kafkasource.Client{Brokers: brokers}, Group: group, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
 		CommitInterval: 20 * time.Millisecond, MaxInFlightPerPartition: 16,
 	})

@@ -9,14 +9,14 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // liveWorker is what groupDiagnosis reports of one running worker.
 type liveWorker struct {
 	name string
 	eng  *pacer.Engine
-	src  *kafka.Source
+	src  *kafkasource.Source
 }
 
 // groupDiagnosis says, when messages are missing, where a Kafka consumer

@@ -15,8 +15,8 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
-	pnats "github.com/pacer-dev/pacer/sources/nats"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
+	"github.com/pacer-dev/pacer/sources/natssource"
 )
 
 // Real-time fairness runs against a real broker (kfake or Kafka, the
@@ -127,7 +127,7 @@ func TestFairnessKafka(t *testing.T) {
 	}
 	p.Close()
 	group := topic + "_g"
-	src, err := kafka.New(kafka.Config{Client: kafka.Client{Brokers: brokers}, Group: group, Topics: []string{topic},
+	src, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: group, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestFairnessNATS(t *testing.T) {
 	}
 	var srcs multiSource
 	for _, k := range []string{"A", "B", "C"} {
-		s, err := pnats.New(pnats.Config{Conn: pnats.Conn{URL: url}, Stream: name, Consumer: "c" + k, FilterSubject: name + "." + k, Create: true, Batch: 8})
+		s, err := natssource.New(natssource.Config{Conn: natssource.Conn{URL: url}, Stream: name, Consumer: "c" + k, FilterSubject: name + "." + k, Create: true, Batch: 8})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,10 +12,10 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	redislim "github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // recorder is the shared sink and admission log of every worker.
@@ -122,16 +122,16 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 
 	rec := &recorder{admits: make([][]time.Time, workers), delivered: map[string]int{}}
 	type worker struct {
-		lim    *redislim.Limiter
+		lim    *redislimit.Limiter
 		eng    *pacer.Engine
-		src    *kafka.Source
+		src    *kafkasource.Source
 		cancel context.CancelFunc
 		done   chan error
 	}
 	ws := make([]*worker, workers)
 	slack := 0
 	for w := range workers {
-		lim, err := redislim.New(redislim.Config{
+		lim, err := redislimit.New(redislimit.Config{
 			Name: "e2e", Prefix: rs.Prefix, URL: rs.URL,
 			Rate: algorithms.PerSecond(rate), Burst: burst, Lease: 100 * time.Millisecond,
 			Timeout: 500 * time.Millisecond,
@@ -140,8 +140,8 @@ func fleetRun(t *testing.T, attempt int) (rateMiss string) {
 			t.Fatal(err)
 		}
 		slack += lim.MaxLease()
-		src, err := kafka.New(kafka.Config{
-			Client: kafka.Client{Brokers: brokers}, Group: topic + "_g", Topics: []string{topic},
+		src, err := kafkasource.New(kafkasource.Config{
+			Client: kafkasource.Client{Brokers: brokers}, Group: topic + "_g", Topics: []string{topic},
 			SessionTimeout: time.Second, CommitInterval: 100 * time.Millisecond,
 			Sarama: func(sc *sarama.Config) { sc.Consumer.Group.Heartbeat.Interval = 100 * time.Millisecond },
 		})

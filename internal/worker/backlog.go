@@ -13,8 +13,8 @@ import (
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
-	"github.com/pacer-dev/pacer/sources/kafka"
-	natssrc "github.com/pacer-dev/pacer/sources/nats"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
+	"github.com/pacer-dev/pacer/sources/natssource"
 )
 
 // backlogReader is a BacklogReader that holds a connection.
@@ -30,11 +30,11 @@ func newBacklogReader(cfg *config.Config) (backlogReader, error) {
 	switch cfg.Source.Type {
 	case "kafka":
 		k := cfg.Source.Kafka
-		return kafka.NewLagReader(kafka.LagConfig{Client: kafkaClient(k), Group: k.Group, Topics: k.Topics,
-			InitialOffset: kafka.InitialOffset(k.InitialOffset)})
+		return kafkasource.NewLagReader(kafkasource.LagConfig{Client: kafkaClient(k), Group: k.Group, Topics: k.Topics,
+			InitialOffset: kafkasource.InitialOffset(k.InitialOffset)})
 	case "nats":
 		n := cfg.Source.NATS
-		return natssrc.NewPendingReader(natssrc.PendingConfig{Conn: natsConn(n), Stream: n.Stream, Consumer: n.Consumer})
+		return natssource.NewPendingReader(natssource.PendingConfig{Conn: natsConn(n), Stream: n.Stream, Consumer: n.Consumer})
 	}
 	return nil, fmt.Errorf("source.type %q: no backlog reader", cfg.Source.Type)
 }

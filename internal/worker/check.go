@@ -15,11 +15,11 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
 	"github.com/pacer-dev/pacer/sinks/jsonl"
-	sqlsink "github.com/pacer-dev/pacer/sinks/sql"
-	"github.com/pacer-dev/pacer/sources/kafka"
-	natssrc "github.com/pacer-dev/pacer/sources/nats"
+	"github.com/pacer-dev/pacer/sinks/sqlsink"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
+	"github.com/pacer-dev/pacer/sources/natssource"
 )
 
 // checkParts builds, offline, every part the worker builds from cfg (the
@@ -51,19 +51,19 @@ func Check(cfg *config.Config) config.Problems {
 	var src pacer.Source
 	switch cfg.Source.Type {
 	case "kafka":
-		s, err := kafka.New(kafkaSourceConfig(cfg, discard))
+		s, err := kafkasource.New(kafkaSourceConfig(cfg, discard))
 		if err != nil {
 			add(fieldOf("source.kafka", err, "tls", "sasl", "version", "brokers", "topics", "group"), err)
 		} else {
 			src = s
 		}
 		if cfg.DeadLetter.Type == "topic" {
-			if err := kafka.CheckDeadLetter(kafka.DeadLetterConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: cfg.DeadLetter.Topic}); err != nil {
+			if err := kafkasource.CheckDeadLetter(kafkasource.DeadLetterConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: cfg.DeadLetter.Topic}); err != nil {
 				add("dead_letter", err)
 			}
 		}
 	case "nats":
-		s, err := natssrc.New(natsSourceConfig(cfg, discard))
+		s, err := natssource.New(natsSourceConfig(cfg, discard))
 		if err != nil {
 			add(fieldOf("source.nats", err, "tls", "auth", "stream", "consumer"), err)
 		} else {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // fairness maps shaping.fairness to the engine's (nil when disabled).
@@ -74,7 +74,7 @@ func withOverflow(cfg *config.Config, ec *pacer.Config, cl *closers) error {
 	if o == "" || ec.Fairness == nil || cfg.Source.Type != "kafka" {
 		return nil
 	}
-	d, err := kafka.NewDeferral(kafka.DeferralConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: o})
+	d, err := kafkasource.NewDeferral(kafkasource.DeferralConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: o})
 	if err != nil {
 		return fmt.Errorf("shaping.fairness.overflow: %w", err)
 	}
@@ -96,10 +96,10 @@ func CheckBrokers(cfg *config.Config, timeout time.Duration) (ps config.Problems
 	if o == "" || !cfg.Shaping.Fairness.Enabled || cfg.Source.Type != "kafka" {
 		return nil, nil
 	}
-	err := kafka.CheckDeferralTopic(kafka.DeferralConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: o}, timeout)
+	err := kafkasource.CheckDeferralTopic(kafkasource.DeferralConfig{Client: kafkaClient(cfg.Source.Kafka), Topic: o}, timeout)
 	switch {
 	case err == nil:
-	case unreachable(err) || !errors.Is(err, kafka.ErrNoTopic):
+	case unreachable(err) || !errors.Is(err, kafkasource.ErrNoTopic):
 		unchecked = append(unchecked, fmt.Sprintf("shaping.fairness.overflow: topic %q not checked: %s", o, cfg.Redact(err.Error())))
 	default:
 		pos := cfg.Where("shaping.fairness.overflow")
@@ -110,7 +110,7 @@ func CheckBrokers(cfg *config.Config, timeout time.Duration) (ps config.Problems
 
 // withLanes shares the Redis budget by shaping.priority's lanes (higher
 // lanes first, floors kept across workers), when lanes are configured.
-func withLanes(c redis.Config, p config.Priority) redis.Config {
+func withLanes(c redislimit.Config, p config.Priority) redislimit.Config {
 	if len(p.Lanes) < 2 {
 		return c
 	}

@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
@@ -166,8 +166,8 @@ func TestGlobalPerKeyThroughRedis(t *testing.T) {
 	const burst, perWorker = 4, 12
 	tenants := []string{"acme", "globex"}
 	workerTenant := []string{"acme", "acme", "globex"}
-	newLimiter := func() *redis.Limiter {
-		l, err := redis.New(redis.Config{Name: "tenants", Prefix: rs.Prefix, URL: rs.URL,
+	newLimiter := func() *redislimit.Limiter {
+		l, err := redislimit.New(redislimit.Config{Name: "tenants", Prefix: rs.Prefix, URL: rs.URL,
 			Rate: algorithms.Rate{Count: 1, Per: time.Minute}, Burst: burst}, time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -268,7 +268,7 @@ func TestRedisFailClosedNotReady(t *testing.T) {
 	mr.Close()
 	testkit.Eventually(t, 20*time.Second, "fail-closed after Redis stops", func() bool {
 		w.global.Reserve(time.Now(), 1) // asks for a refill, which fails
-		return w.global.Mode() == redis.ModeFailClosed
+		return w.global.Mode() == redislimit.ModeFailClosed
 	})
 	err = w.ready(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "shaping.global: Redis is failing and the policy is closed") {

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
 )
@@ -23,9 +23,9 @@ func metricsHooks(reg *prometheus.Registry) (pacer.Hooks, *metrics.Prometheus, e
 
 // registerGlobalMetrics exports the Redis limiters (pacer_global_*, label
 // limit "global" or "per_key") on reg, when there is a global limit.
-func registerGlobalMetrics(reg *prometheus.Registry, global, perKey *redis.Limiter) error {
+func registerGlobalMetrics(reg *prometheus.Registry, global, perKey *redislimit.Limiter) error {
 	limits := map[string]func() metrics.LimiterStats{}
-	for name, l := range map[string]*redis.Limiter{"global": global, "per_key": perKey} {
+	for name, l := range map[string]*redislimit.Limiter{"global": global, "per_key": perKey} {
 		if l != nil {
 			limits[name] = func() metrics.LimiterStats { return limiterStats(l.Stats()) }
 		}
@@ -33,11 +33,11 @@ func registerGlobalMetrics(reg *prometheus.Registry, global, perKey *redis.Limit
 	if len(limits) == 0 {
 		return nil
 	}
-	modes := []string{redis.ModeRedis.String(), redis.ModeFailClosed.String(), redis.ModeFailOpen.String()}
+	modes := []string{redislimit.ModeRedis.String(), redislimit.ModeFailClosed.String(), redislimit.ModeFailOpen.String()}
 	return reg.Register(metrics.NewGlobalCollector(modes, limits))
 }
 
-func limiterStats(st redis.Stats) metrics.LimiterStats {
+func limiterStats(st redislimit.Stats) metrics.LimiterStats {
 	return metrics.LimiterStats{Mode: st.Mode.String(), Calls: st.Calls, RoundTrips: st.RoundTrips, Errors: st.Errors,
 		Taken: st.Taken, Returned: st.Returned, Admitted: st.Admitted, Fallback: st.Fallback, Lease: st.Lease, Keys: st.Keys}
 }

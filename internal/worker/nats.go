@@ -6,11 +6,11 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
-	natssrc "github.com/pacer-dev/pacer/sources/nats"
+	"github.com/pacer-dev/pacer/sources/natssource"
 )
 
-func natsConn(n config.NATS) natssrc.Conn {
-	return natssrc.Conn{
+func natsConn(n config.NATS) natssource.Conn {
+	return natssource.Conn{
 		URL:          n.URL,
 		URLField:     "source.nats.url",
 		CredsFile:    n.Auth.CredsFile,
@@ -18,15 +18,15 @@ func natsConn(n config.NATS) natssrc.Conn {
 		User:         n.Auth.User,
 		Password:     n.Auth.Password.Reveal(),
 		Token:        n.Auth.Token.Reveal(),
-		TLS: natssrc.TLS{Enable: n.TLS.Enabled, CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile,
+		TLS: natssource.TLS{Enable: n.TLS.Enabled, CAFile: n.TLS.CAFile, CertFile: n.TLS.CertFile, KeyFile: n.TLS.KeyFile,
 			ServerName: n.TLS.ServerName, InsecureSkipVerify: n.TLS.InsecureSkipVerify},
 	}
 }
 
 // natsSourceConfig maps source.nats to the JetStream source's config.
-func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
+func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssource.Config {
 	n := cfg.Source.NATS
-	return natssrc.Config{
+	return natssource.Config{
 		Conn:          natsConn(n),
 		Stream:        n.Stream,
 		Consumer:      n.Consumer,
@@ -34,7 +34,7 @@ func natsSourceConfig(cfg *config.Config, log *slog.Logger) natssrc.Config {
 		Create:        n.CreateConsumer,
 		AckWait:       n.AckWait.D(),
 		MaxDeliver:    count(n.MaxDeliver),
-		DeliverPolicy: natssrc.DeliverPolicy(n.DeliverPolicy),
+		DeliverPolicy: natssource.DeliverPolicy(n.DeliverPolicy),
 		Batch:         n.FetchBatch,
 		FetchBytes:    natsFetchBytes(cfg.Shaping.QueueBytes),
 		SubjectToken:  n.TenantInSubject,
@@ -57,14 +57,14 @@ func natsFetchBytes(queueBytes config.ByteSize) int {
 // publisher when configured).
 func buildNATSSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Source, pacer.DeadLetterer, error) {
 	n := cfg.Source.NATS
-	src, err := natssrc.New(natsSourceConfig(cfg, log))
+	src, err := natssource.New(natsSourceConfig(cfg, log))
 	if err != nil {
 		return nil, nil, err
 	}
 	cl.add(src.Close)
 	var dl pacer.DeadLetterer
 	if cfg.DeadLetter.Type == "subject" {
-		d, err := natssrc.NewDeadLetter(natssrc.DeadLetterConfig{Conn: natsConn(n), Subject: cfg.DeadLetter.Subject, Logger: log})
+		d, err := natssource.NewDeadLetter(natssource.DeadLetterConfig{Conn: natsConn(n), Subject: cfg.DeadLetter.Subject, Logger: log})
 		if err != nil {
 			if unreachable(err) {
 				return nil, nil, connectErr("dead_letter", "source.nats.url", n.URL, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // The drain estimate follows the measurements of the last minute; with one
@@ -69,10 +69,10 @@ func TestKafkaTimingKnobs(t *testing.T) {
 		interval, wait time.Duration
 		after          int
 	}{
-		{"defaults", "", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, kafka.DefaultCommitAfter},
+		{"defaults", "", kafkasource.DefaultCommitInterval, kafkasource.DefaultFetchMaxWait, kafkasource.DefaultCommitAfter},
 		{"set", "    commit_interval: 250ms\n    commit_after: 4\n    fetch_max_wait: 20ms\n", 250 * time.Millisecond, 20 * time.Millisecond, 4},
-		{"never early", "    commit_after: none\n", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, pacer.None},
-		{"never early, as 0 said it", "    commit_after: 0\n", kafka.DefaultCommitInterval, kafka.DefaultFetchMaxWait, pacer.None},
+		{"never early", "    commit_after: none\n", kafkasource.DefaultCommitInterval, kafkasource.DefaultFetchMaxWait, pacer.None},
+		{"never early, as 0 said it", "    commit_after: 0\n", kafkasource.DefaultCommitInterval, kafkasource.DefaultFetchMaxWait, pacer.None},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Parse([]byte(fmt.Sprintf(base, tc.extra)), nil)

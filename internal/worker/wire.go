@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
 	"github.com/pacer-dev/pacer/sinks/jsonl"
-	sqlsink "github.com/pacer-dev/pacer/sinks/sql"
-	"github.com/pacer-dev/pacer/sources/kafka"
+	"github.com/pacer-dev/pacer/sinks/sqlsink"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // buildQuota turns a configured quota into a window limiter: a sliding
@@ -84,7 +84,7 @@ func LocalShaping(s config.Shaping, now time.Time) (pacer.Shaping, error) {
 // (nil otherwise): the shared budget, or with perKey the per-key one (one
 // bucket per key shared by every worker), whose buckets live under the
 // budget's key + ".per_key", apart from the shared budget's.
-func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time, lanes ...config.Priority) (*redis.Limiter, error) {
+func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time, lanes ...config.Priority) (*redislimit.Limiter, error) {
 	c, ok, err := redisConfig(g, perKey, log)
 	if !ok || err != nil {
 		return nil, err
@@ -92,20 +92,20 @@ func redisLimiter(g config.Global, perKey bool, log *slog.Logger, now time.Time,
 	if !perKey && len(lanes) > 0 {
 		c = withLanes(c, lanes[0])
 	}
-	return redis.New(c, now)
+	return redislimit.New(c, now)
 }
 
 // redisConfig maps shaping.global (with perKey, its per_key part) to a Redis
 // limiter's config; ok is false when that limiter is not configured.
-func redisConfig(g config.Global, perKey bool, log *slog.Logger) (c redis.Config, ok bool, err error) {
+func redisConfig(g config.Global, perKey bool, log *slog.Logger) (c redislimit.Config, ok bool, err error) {
 	if g.RedisURL.IsZero() || perKey && g.PerKey.Rate.IsZero() {
 		return c, false, nil
 	}
-	policy, err := redis.ParsePolicy(g.OnFailure)
+	policy, err := redislimit.ParsePolicy(g.OnFailure)
 	if err != nil {
 		return c, false, err
 	}
-	c = redis.Config{
+	c = redislimit.Config{
 		Name:            g.Key,
 		Prefix:          g.Prefix,
 		Rate:            g.Rate.Rate,
@@ -146,14 +146,14 @@ func keyFunc(key string) func(*pacer.Message) []byte {
 	}
 }
 
-func kafkaClient(k config.Kafka) kafka.Client {
-	return kafka.Client{
+func kafkaClient(k config.Kafka) kafkasource.Client {
+	return kafkasource.Client{
 		Brokers:  k.Brokers,
 		ClientID: k.ClientID,
 		Version:  k.Version,
-		TLS: kafka.TLS{Enable: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
+		TLS: kafkasource.TLS{Enable: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
 			ServerName: k.TLS.ServerName, InsecureSkipVerify: k.TLS.InsecureSkipVerify},
-		SASL: kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password.Reveal()},
+		SASL: kafkasource.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password.Reveal()},
 	}
 }
 
@@ -173,17 +173,17 @@ func (c closers) close() error {
 }
 
 // kafkaSourceConfig maps source.kafka to the Kafka source's config.
-func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafka.Config {
+func kafkaSourceConfig(cfg *config.Config, log *slog.Logger) kafkasource.Config {
 	k := cfg.Source.Kafka
 	topics := k.Topics
 	if o := cfg.Shaping.Fairness.Overflow; o != "" && cfg.Shaping.Fairness.Enabled {
 		topics = append(slices.Clip(topics), o) // the deferral topic is consumed too
 	}
-	return kafka.Config{
+	return kafkasource.Config{
 		Client:         kafkaClient(k),
 		Group:          k.Group,
 		Topics:         topics,
-		InitialOffset:  kafka.InitialOffset(k.InitialOffset),
+		InitialOffset:  kafkasource.InitialOffset(k.InitialOffset),
 		InstanceID:     k.InstanceID,
 		Logger:         log,
 		CommitInterval: k.CommitInterval.D(),
@@ -198,13 +198,13 @@ func buildSource(cfg *config.Config, log *slog.Logger, cl *closers) (pacer.Sourc
 	switch cfg.Source.Type {
 	case "kafka":
 		k := cfg.Source.Kafka
-		src, err := kafka.New(kafkaSourceConfig(cfg, log))
+		src, err := kafkasource.New(kafkaSourceConfig(cfg, log))
 		if err != nil {
 			return nil, nil, err
 		}
 		var dl pacer.DeadLetterer
 		if cfg.DeadLetter.Type == "topic" {
-			d, err := kafka.NewDeadLetter(kafka.DeadLetterConfig{Client: kafkaClient(k), Topic: cfg.DeadLetter.Topic})
+			d, err := kafkasource.NewDeadLetter(kafkasource.DeadLetterConfig{Client: kafkaClient(k), Topic: cfg.DeadLetter.Topic})
 			if err != nil {
 				if unreachable(err) {
 					return nil, nil, connectErr("dead_letter", "source.kafka.brokers", kafkaAddr(k), err)

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/pacer-dev/pacer/algorithms/redis"
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/admin"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/redact"
@@ -29,9 +29,9 @@ type Worker struct {
 	mu     sync.Mutex
 	cfg    *config.Config
 	engine *pacer.Engine
-	global *redis.Limiter
+	global *redislimit.Limiter
 	// globalKeyed is the shared per-key limiter (shaping.global.per_key).
-	globalKeyed *redis.Limiter
+	globalKeyed *redislimit.Limiter
 	reg         *prometheus.Registry
 	closers     closers
 	log         *slog.Logger
@@ -171,7 +171,7 @@ func (w *Worker) watchBacklog(cfg *config.Config) error {
 
 // redisLimiter connects one of shaping.global's Redis limiters (see
 // redisLimiter) and has the worker close it.
-func (w *Worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*redis.Limiter, error) {
+func (w *Worker) redisLimiter(g config.Global, perKey bool, now time.Time) (*redislimit.Limiter, error) {
 	field := "shaping.global"
 	if perKey {
 		field += ".per_key"
@@ -325,7 +325,7 @@ func (w *Worker) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 		return cur
 	}
 	now := time.Now()
-	apply := func(l *redis.Limiter, what string, r config.Rate, burst int, oldR config.Rate, oldBurst int) bool {
+	apply := func(l *redislimit.Limiter, what string, r config.Rate, burst int, oldR config.Rate, oldBurst int) bool {
 		if l == nil || (r == oldR && burst == oldBurst) {
 			return true
 		}
@@ -390,7 +390,7 @@ type GlobalStatus struct {
 	Keys   int    `json:"keys,omitempty"`
 }
 
-func newGlobalStatus(st redis.Stats) GlobalStatus {
+func newGlobalStatus(st redislimit.Stats) GlobalStatus {
 	return GlobalStatus{Mode: st.Mode.String(), Calls: st.Calls, Errors: st.Errors, Lease: st.Lease, Keys: st.Keys}
 }
 
@@ -444,8 +444,8 @@ func (w *Worker) status() any {
 // admits nothing until Redis answers).
 func (w *Worker) ready(ctx context.Context) error {
 	err := withAddresses(w.cfg, w.engine.Ready(ctx))
-	for what, l := range map[string]*redis.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
-		if l != nil && l.Mode() == redis.ModeFailClosed {
+	for what, l := range map[string]*redislimit.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
+		if l != nil && l.Mode() == redislimit.ModeFailClosed {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
 		}
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/otelhook"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
 )
 
 // The producer's trace, as an instrumented producer writes it into the
