@@ -10,7 +10,7 @@ import (
 
 // None is how a limit that YAML turns off with the word `none` is held in
 // a CountOrNone or DurationOrNone field. It has pacer.None's value, and
-// internal/worker hands it to the library as pacer.None (or, where the
+// internal/app/runner hands it to the library as pacer.None (or, where the
 // library's default is already "no limit", as its zero value).
 const None = pacer.None
 

@@ -27,11 +27,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/pacer-dev/pacer/internal/app/runner"
 	"github.com/pacer-dev/pacer/internal/chart"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/loadgen"
 	"github.com/pacer-dev/pacer/internal/testapi"
-	"github.com/pacer-dev/pacer/internal/worker"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg *config.Config, d Options, stdout, stderr io.W
 	var logBuf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	adm := &admissionLog{}
-	w, err := worker.New(cfg, log, io.Discard, lookup, adm)
+	w, err := runner.New(cfg, log, io.Discard, lookup, adm)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -18,11 +18,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/time/rate"
 
+	"github.com/pacer-dev/pacer/internal/app/runner"
 	"github.com/pacer-dev/pacer/internal/config"
 	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 	"github.com/pacer-dev/pacer/internal/testkit"
-	"github.com/pacer-dev/pacer/internal/worker"
 )
 
 // The API's true limit in every row, and what pacer is configured with:
@@ -158,7 +158,7 @@ func (o outcome) String() string {
 }
 
 // runPacer publishes n messages to a fresh JetStream stream, then runs
-// the real worker (internal/worker, as `pacer run` builds it) at pacer's
+// the real worker (internal/app/runner, as `pacer run` builds it) at pacer's
 // defaults until the backend has all n.
 func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 	t.Helper()
@@ -204,7 +204,7 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 		t.Fatalf("config: %v", err)
 	}
 	var logs testkit.Buffer
-	w, err := worker.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard, nil)
+	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard, nil)
 	if err != nil {
 		t.Fatalf("worker: %v", err)
 	}

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/app/runner"
 	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/worker"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -422,7 +422,7 @@ func (s *simSink) Deliver(_ context.Context, msgs []*pacer.Message, results []pa
 // each with a note (the caller decides on fairness and priority lanes);
 // shaping.global is a local bucket, as if this worker were alone.
 func engineConfig(cfg *config.Config, t0 time.Time) (pacer.Config, []string, error) {
-	ec, err := worker.EngineConfig(cfg, t0)
+	ec, err := runner.EngineConfig(cfg, t0)
 	if err != nil {
 		return ec, nil, err
 	}

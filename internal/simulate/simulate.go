@@ -20,9 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/app/runner"
 	"github.com/pacer-dev/pacer/internal/chart"
 	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/worker"
 )
 
 // Options is what to simulate: one trace, or one per tenant (NAME=CSV),
@@ -517,7 +517,7 @@ func (r *simResult) summary(w io.Writer, s config.Shaping) {
 }
 
 func fmtSec(s float64) string {
-	return worker.RoundDuration(time.Duration(s * float64(time.Second))).String()
+	return runner.RoundDuration(time.Duration(s * float64(time.Second))).String()
 }
 
 // maxSimBuckets bounds the CSV rows and chart points of a simulation.
