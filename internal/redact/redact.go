@@ -218,6 +218,35 @@ func (r *Redactor) Error(err error) string {
 	return r.String(err.Error())
 }
 
+// Wrap returns err with its text redacted by Text and its chain kept: the
+// result unwraps to err, so errors.Is and errors.As (and the failure class
+// read from the chain) still see the cause. It returns err itself when there
+// is nothing to mask, and nil for nil.
+func Wrap(err error) error { return (*Redactor)(nil).Wrap(err) }
+
+// Wrap returns err with its text redacted by r (URLs and r's literal
+// secrets) and its chain kept, like the package's Wrap.
+func (r *Redactor) Wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := r.Error(err)
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose text was redacted; it unwraps to the
+// original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
 // Handler wraps h so that the message and every string, error and
 // Stringer attribute value (in groups too) is redacted before h sees it.
 func (r *Redactor) Handler(h slog.Handler) slog.Handler { return &handler{h: h, r: r} }

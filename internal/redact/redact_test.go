@@ -3,8 +3,11 @@ package redact_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pacer-dev/pacer/internal/redact"
@@ -48,5 +51,39 @@ func TestRedactorLiteralsAndHandler(t *testing.T) {
 	}
 	if !strings.Contains(out, `"n":3`) || !strings.Contains(out, `"level":"WARN"`) {
 		t.Errorf("log lost fields: %s", out)
+	}
+}
+
+// TestWrapKeepsTheChain: a wrapped error's text loses the secrets and the
+// URL credentials, and errors.Is and errors.As still find its cause.
+func TestWrapKeepsTheChain(t *testing.T) {
+	cause := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	err := fmt.Errorf("connect postgres://app:pw@db/x token tok-SECRET-4711: %w", cause)
+	for _, tc := range []struct {
+		name string
+		got  error
+		want string
+	}{
+		{"Wrap", redact.Wrap(err), "connect postgres://***@db/x token tok-SECRET-4711: dial tcp: connection refused"},
+		{"Redactor.Wrap", redact.New("tok-SECRET-4711").Wrap(err), "connect postgres://***@db/x token ***: dial tcp: connection refused"},
+		{"nil Redactor", (*redact.Redactor)(nil).Wrap(err), "connect postgres://***@db/x token tok-SECRET-4711: dial tcp: connection refused"},
+	} {
+		if tc.got.Error() != tc.want {
+			t.Errorf("%s: text %q, want %q", tc.name, tc.got, tc.want)
+		}
+		if !errors.Is(tc.got, syscall.ECONNREFUSED) {
+			t.Errorf("%s: errors.Is(ECONNREFUSED) = false: the chain is lost", tc.name)
+		}
+		var op *net.OpError
+		if !errors.As(tc.got, &op) || op != cause {
+			t.Errorf("%s: errors.As(*net.OpError) = %v: the chain is lost", tc.name, op)
+		}
+	}
+	clean := errors.New("nothing secret")
+	if got := redact.Wrap(clean); got != clean {
+		t.Errorf("Wrap(clean) = %#v, want the error itself", got)
+	}
+	if got := redact.New("x-secret").Wrap(nil); got != nil {
+		t.Errorf("Wrap(nil) = %v, want nil", got)
 	}
 }

@@ -237,7 +237,7 @@ func (s *Sink) Warm(ctx context.Context) error {
 		return nil
 	}
 	if err := s.pool.wait(ctx); err != nil {
-		return fmt.Errorf("httpsink: pre-dialling %s: %w", redact.URL(s.url), redactErr(err))
+		return fmt.Errorf("httpsink: pre-dialling %s: %w", redact.URL(s.url), redact.Wrap(err))
 	}
 	return nil
 }
@@ -426,7 +426,7 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, s.method, s.url, bytes.NewReader(body))
 	if err != nil {
-		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("%w: %w", errBuild, redactErr(err))}, pacer.Feedback{}
+		return pacer.Result{Outcome: pacer.Reject, Err: fmt.Errorf("%w: %w", errBuild, redact.Wrap(err))}, pacer.Feedback{}
 	}
 	// No hidden resends: net/http replays a request that carries an
 	// Idempotency-Key on a fresh connection when a reused one fails, and
@@ -456,7 +456,7 @@ func (s *Sink) send(ctx context.Context, body []byte, idemKey string, hdrs []hea
 		if isTimeout(err) {
 			fb.Throttled = true
 		}
-		err = fmt.Errorf("httpsink: %w", redactErr(err))
+		err = fmt.Errorf("httpsink: %w", redact.Wrap(err))
 		s.down.Store(&err)
 		return pacer.Result{Outcome: pacer.Retry, Err: err}, fb
 	}
@@ -549,22 +549,3 @@ func validHeaderName(s string) bool {
 	}
 	return true
 }
-
-// redactErr keeps err's chain (for errors.Is/As and FailureClass) but masks
-// credentials in its text: net/http's errors quote the request URL, query
-// string (?api_key=) included.
-func redactErr(err error) error {
-	msg := err.Error()
-	if red := redact.Text(msg); red != msg {
-		return &redactedError{msg: red, err: err}
-	}
-	return err
-}
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }

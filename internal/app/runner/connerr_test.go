@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
 
@@ -113,16 +114,16 @@ func TestBacklogConnectError(t *testing.T) {
 	}
 }
 
-// TestRedactErrKeepsTheCause: a library error that echoes a secret (a DSN)
+// TestRedactedErrorKeepsTheCause: a library error that echoes a secret (a DSN)
 // loses the secret but not its cause, so a refused connection is still
 // seen as unreachable and retried.
-func TestRedactErrKeepsTheCause(t *testing.T) {
+func TestRedactedErrorKeepsTheCause(t *testing.T) {
 	dsn := config.NewSecret("postgres://app:s3cretpw@db:5432/app")
-	err := redactErr(fmt.Errorf("connect %s: %w", dsn.Reveal(), &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), dsn)
+	err := redact.New(dsn.Reveal()).Wrap(fmt.Errorf("connect %s: %w", dsn.Reveal(), &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
 	if strings.Contains(err.Error(), "s3cretpw") || strings.Contains(err.Error(), dsn.Reveal()) {
-		t.Errorf("redactErr = %q, shows the secret", err)
+		t.Errorf("redacted error %q shows the secret", err)
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) || !unreachable(err) {
-		t.Errorf("redactErr(%q) lost its cause: errors.Is ECONNREFUSED %v, unreachable %v", err, errors.Is(err, syscall.ECONNREFUSED), unreachable(err))
+		t.Errorf("redacted error %q lost its cause: errors.Is ECONNREFUSED %v, unreachable %v", err, errors.Is(err, syscall.ECONNREFUSED), unreachable(err))
 	}
 }

@@ -108,7 +108,7 @@ type redactDeadLetter struct {
 }
 
 func (d redactDeadLetter) DeadLetter(ctx context.Context, m *pacer.Message, reason error) error {
-	return d.dl.DeadLetter(ctx, m, &redactedReason{msg: d.red.Error(reason), err: reason})
+	return d.dl.DeadLetter(ctx, m, d.red.Wrap(reason))
 }
 
 // Ready passes the destination's readiness through.
@@ -118,11 +118,3 @@ func (d redactDeadLetter) Ready(ctx context.Context) error {
 	}
 	return nil
 }
-
-type redactedReason struct {
-	msg string
-	err error
-}
-
-func (e *redactedReason) Error() string { return e.msg }
-func (e *redactedReason) Unwrap() error { return e.err }

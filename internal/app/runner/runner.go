@@ -207,7 +207,7 @@ func (w *Runner) redisLimiter(g config.Global, perKey bool, now time.Time) (*red
 	}
 	l, err := redisLimiter(g, perKey, w.log, now, w.cfg.Shaping.Priority)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", field, redactErr(err, g.RedisURL))
+		return nil, fmt.Errorf("%s: %w", field, redact.New(g.RedisURL.Reveal()).Wrap(err))
 	}
 	if l != nil {
 		w.closers.add(func() error {

@@ -235,7 +235,7 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 		q := cfg.Sink.SQL
 		s, err := sqlsink.New(sqlSinkConfig(cfg))
 		if err != nil {
-			return nil, redactErr(err, q.DSN)
+			return nil, redact.New(q.DSN.Reveal()).Wrap(err)
 		}
 		cl.add(s.Close)
 		if q.CreateTable {
@@ -243,9 +243,9 @@ func buildSink(cfg *config.Config, stdoutW io.Writer, cl *closers) (pacer.Sink, 
 			defer cancel()
 			if err := sqlsink.CreateExampleSchema(ctx, s.DB(), s.Dialect(), q.Table); err != nil {
 				if unreachable(err) {
-					return nil, connectErr("sink", "sink.sql.dsn", q.DSN.Reveal(), redactErr(err, q.DSN))
+					return nil, connectErr("sink", "sink.sql.dsn", q.DSN.Reveal(), redact.New(q.DSN.Reveal()).Wrap(err))
 				}
-				return nil, fmt.Errorf("sink.sql.create_table: %w", redactErr(err, q.DSN))
+				return nil, fmt.Errorf("sink.sql.create_table: %w", redact.New(q.DSN.Reveal()).Wrap(err))
 			}
 		}
 		return s, nil
@@ -301,21 +301,6 @@ func sqlSinkConfig(cfg *config.Config) sqlsink.Config {
 		Table:        q.Table,
 		MaxOpenConns: cmp.Or(q.MaxConns, cfg.Shaping.MaxInFlight),
 	}
-}
-
-// redactErr hides a secret that a library may have echoed in an error
-// (through internal/redact: the literal value, and URL credentials). The
-// result still unwraps to err, so errors.Is/As (and unreachable, which
-// decides whether start-up retries) see the cause.
-func redactErr(err error, s config.Secret) error {
-	if err == nil || s.IsZero() {
-		return err
-	}
-	msg := redact.New(s.Reveal()).Error(err)
-	if msg == err.Error() {
-		return err
-	}
-	return &redactedReason{msg: msg, err: err}
 }
 
 // buildDeadLetter returns the file dead-letter writer, if configured.
