@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -12,17 +13,34 @@ import (
 
 var _ pacer.DeadLetterer = (*DeadLetter)(nil)
 
-// Dead-letter headers, added to the original message's own headers.
+// Dead-letter headers, added to the original message's own headers. They
+// are spelled as the NATS source's are (Pacer-Dlq-*); pacer before this
+// spelling wrote them in lower case (pacer-dlq-*): DeadLetterHeader reads
+// either.
 const (
-	HeaderReason    = "pacer-dlq-reason"
-	HeaderAttempts  = "pacer-dlq-attempts"
-	HeaderID        = "pacer-dlq-original-id"
-	HeaderTopic     = "pacer-dlq-original-topic"
-	HeaderPartition = "pacer-dlq-original-partition"
-	HeaderOffset    = "pacer-dlq-original-offset"
-	HeaderDelivered = "pacer-dlq-delivered"
-	HeaderTime      = "pacer-dlq-time"
+	HeaderReason    = "Pacer-Dlq-Reason"
+	HeaderAttempts  = "Pacer-Dlq-Attempts"
+	HeaderID        = "Pacer-Dlq-Original-Id"
+	HeaderTopic     = "Pacer-Dlq-Original-Topic"
+	HeaderPartition = "Pacer-Dlq-Original-Partition"
+	HeaderOffset    = "Pacer-Dlq-Original-Offset"
+	HeaderDelivered = "Pacer-Dlq-Delivered"
+	HeaderTime      = "Pacer-Dlq-Time"
 )
+
+// DeadLetterHeader returns the value of the dead-letter header name (one of
+// the Header constants) in a dead letter's headers, in either spelling:
+// Pacer-Dlq-* or the lower-case pacer-dlq-* of dead letters written before.
+// The last one wins, as the record's newest.
+func DeadLetterHeader(headers []*sarama.RecordHeader, name string) (string, bool) {
+	value, found := "", false
+	for _, h := range headers {
+		if h != nil && strings.EqualFold(string(h.Key), name) {
+			value, found = string(h.Value), true
+		}
+	}
+	return value, found
+}
 
 // DeadLetterConfig configures a DeadLetter producer.
 type DeadLetterConfig struct {
@@ -38,7 +56,7 @@ type DeadLetterConfig struct {
 // DeadLetter writes messages that will never be delivered to a Kafka topic
 // with a synchronous, acks=all, idempotent-safe producer: DeadLetter returns
 // nil only once the broker stored the record. The record keeps the
-// original key, value and headers, plus the pacer-dlq-* headers.
+// original key, value and headers, plus the Pacer-Dlq-* headers.
 // It is safe for concurrent use.
 type DeadLetter struct {
 	cfg DeadLetterConfig
