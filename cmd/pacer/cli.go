@@ -10,8 +10,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/internal/app/runner"
-	"github.com/pacer-dev/pacer/internal/config"
 )
 
 // Exit codes.

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 )
 
 // checkAPIEnvelope checks the envelope where it matters, at the API: the

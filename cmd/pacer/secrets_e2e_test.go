@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/internal/binharness"
-	"github.com/pacer-dev/pacer/internal/testapi"
 )
 
 // TestSecretsNeverLeaveTheProcess runs a worker whose config holds a

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/internal/binharness"
-	"github.com/pacer-dev/pacer/internal/testapi"
 	"github.com/pacer-dev/pacer/internal/testenv"
 )
 
 // Security checks on the binary. Unit-level proofs live with their packages
-// (see RELIABILITY.md): internal/config TestSecretsNeverPrint and the
+// (see RELIABILITY.md): internal/app/config TestSecretsNeverPrint and the
 // "remote admin" case of TestValidateCombinations (loopback by default),
-// internal/admin TestPutRate (bearer token, constant-time compare),
+// internal/app/admin TestPutRate (bearer token, constant-time compare),
 // sources/kafkasource TestTLSVerifies, sinks/httpsink TestTLS.
 
 // Known secret values, each unique enough to find in any output.
@@ -167,7 +167,7 @@ func TestTLSInsecureWarns(t *testing.T) {
 	}
 }
 
-// TestDeadLetterNoneDrops: with dead_letter.type none, internal/config
+// TestDeadLetterNoneDrops: with dead_letter.type none, internal/app/config
 // documents "a rejected message is logged and acked" and `pacer validate`
 // says "logging and dropping rejected messages". The worker must then settle
 // a message the API refuses with 400 instead of redelivering it for ever.
@@ -202,7 +202,7 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 	checkArrivals(t, api, 100, 100, 0, jitterSlack(100))
 	if !settled {
 		t.Errorf("dead_letter.type none: the rejected message was never settled (acked %d, terminated %d, naked %d, dead_letter_failed %d); "+
-			"internal/config and `pacer validate` promise it is logged and dropped (cmd/pacer passes no DeadLetterer, so pacer.Engine naks it for ever)",
+			"internal/app/config and `pacer validate` promise it is logged and dropped (cmd/pacer passes no DeadLetterer, so pacer.Engine naks it for ever)",
 			st.Engine.Acked, st.Engine.Terminated, st.Engine.Naked, st.Engine.DeadLetterFailed)
 	}
 }

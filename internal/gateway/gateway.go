@@ -35,7 +35,7 @@
 //   - At the test's cleanup the whole process group is SIGKILLed and
 //     waited for, so no nginx worker outlives its test.
 //   - Behind the gateway is Config.Backend, or a fresh unlimited
-//     internal/testapi server that records the arrival of every request
+//     internal/app/testapi server that records the arrival of every request
 //     that got through (Gateway.Backend.Arrivals()).
 //   - Answers reads the gateway's access log: the time, status and
 //     duration of every response it sent, 429s included, counted where
@@ -59,8 +59,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/internal/binharness"
-	"github.com/pacer-dev/pacer/internal/testapi"
 )
 
 // Kind names a limiter.

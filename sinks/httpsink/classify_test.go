@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

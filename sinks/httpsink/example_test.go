@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sinks/httpsink"
 )

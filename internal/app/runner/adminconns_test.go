@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/admin"
+	"github.com/pacer-dev/pacer/internal/app/admin"
 )
 
 // TestAdminListenerCapsIdleConnections: the worker's admin listener keeps

@@ -1,4 +1,4 @@
-// Package runner owns turning a loaded configuration (internal/config)
+// Package runner owns turning a loaded configuration (internal/app/config)
 // into a running engine: it builds the source, sink, dead-letter
 // destination, limiters (local and Redis), hooks and metrics, and it is
 // the one place where configuration defaults and zero values ("0 means

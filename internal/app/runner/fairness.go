@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms/redislimit"
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )

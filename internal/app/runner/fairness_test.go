@@ -3,7 +3,7 @@ package runner
 import (
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // TestCheckMySQLDSN: the MySQL sink is built offline as run builds it: a

@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/internal/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )

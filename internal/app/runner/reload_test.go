@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 const reloadBase = `source:

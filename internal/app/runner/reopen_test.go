@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // newReloadRunner builds a worker from reloadBase at 10/s whose dead

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // scheduleStage builds shaping.schedule as a shaping stage: a token bucket

@@ -12,8 +12,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/nats-io/nats.go"
 
-	"github.com/pacer-dev/pacer/internal/admin"
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/admin"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // unreachable reports whether err means a broker or service did not

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/telemetry"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/app/telemetry"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
 	"github.com/pacer-dev/pacer/pacer/otelhook"

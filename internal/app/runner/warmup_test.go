@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // shaping.warmup and warmup_after_idle become the engine's own warm-up

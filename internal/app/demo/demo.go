@@ -1,5 +1,5 @@
 // Package demo is `pacer demo`: an in-process NATS JetStream server, a
-// rate-limited HTTP API (internal/testapi), a bursty publisher and the
+// rate-limited HTTP API (internal/app/testapi), a bursty publisher and the
 // real worker between them, with live progress, a verdict table and a
 // chart.
 package demo
@@ -27,11 +27,11 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/pacer-dev/pacer/internal/app/chart"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/app/loadgen"
 	"github.com/pacer-dev/pacer/internal/app/runner"
-	"github.com/pacer-dev/pacer/internal/chart"
-	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/loadgen"
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

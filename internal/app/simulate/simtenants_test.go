@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // TestSimulateTenants replays the README's two tenants: with a stream per
@@ -15,7 +15,7 @@ import (
 // blocks both ways (the head of the stream is the noisy tenant's); every
 // message is admitted and the queue stays bounded.
 func TestSimulateTenants(t *testing.T) {
-	data, err := os.ReadFile("../../configs/fair-tenants.yaml")
+	data, err := os.ReadFile("../../../configs/fair-tenants.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestSimulateTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := parseTenants([]string{"noisy=../../testdata/traces/tenant-noisy.csv", "steady=../../testdata/traces/tenant-steady.csv"})
+	ts, err := parseTenants([]string{"noisy=../../../testdata/traces/tenant-noisy.csv", "steady=../../../testdata/traces/tenant-steady.csv"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestCommentCutWarns(t *testing.T) {
 		})
 	}
 	// The shipped examples' comments are explanations: no warning.
-	files, _ := filepath.Glob("../../configs/*.yaml")
+	files, _ := filepath.Glob("../../../configs/*.yaml")
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/telemetry"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/app/telemetry"
 )
 
 func noEnv(string) (string, bool) { return "", false }

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/chart"
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/chart"
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

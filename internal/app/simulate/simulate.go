@@ -20,9 +20,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-dev/pacer/internal/app/chart"
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/internal/app/runner"
-	"github.com/pacer-dev/pacer/internal/chart"
-	"github.com/pacer-dev/pacer/internal/config"
 )
 
 // Options is what to simulate: one trace, or one per tenant (NAME=CSV),

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // The virtual clock moves only when advanced; a timer fires once Now

@@ -5,18 +5,18 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // BenchmarkSimulate: virtual-time replay of the thundering-herd trace
 // (104,500 messages over 30 minutes) through the demo shaping, against its
 // floor, the bare DualRate.Reserve calls the same admissions need.
 func BenchmarkSimulate(b *testing.B) {
-	cfg, err := config.Load("../../configs/demo.yaml")
+	cfg, err := config.Load("../../../configs/demo.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := readTrace("../../testdata/traces/thundering-herd.csv")
+	tr, err := readTrace("../../../testdata/traces/thundering-herd.csv")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // TestSimulateFollowsSchedule: a steady 8/s for a day through 10/s with a

@@ -12,7 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // TestSimulateProperties: over random traces and shapings, the engine on

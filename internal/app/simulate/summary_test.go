@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 func TestWaitUnit(t *testing.T) {
