@@ -18,8 +18,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/redact"
-	"github.com/pacer-dev/pacer/internal/tlsconf"
+	"github.com/pacer-dev/pacer/internal/base/redact"
+	"github.com/pacer-dev/pacer/internal/base/tlsconf"
 )
 
 // Sentinel errors; results and New wrap them.

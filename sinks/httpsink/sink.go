@@ -20,7 +20,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/xdg-go/scram"
 
-	"github.com/pacer-dev/pacer/internal/tlsconf"
+	"github.com/pacer-dev/pacer/internal/base/tlsconf"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error.

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/pacer-dev/pacer/internal/connretry"
+	"github.com/pacer-dev/pacer/internal/base/connretry"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/pacer-dev/pacer/internal/redact"
-	"github.com/pacer-dev/pacer/internal/tlsconf"
+	"github.com/pacer-dev/pacer/internal/base/redact"
+	"github.com/pacer-dev/pacer/internal/base/tlsconf"
 )
 
 // ErrInvalidConfig is wrapped by every configuration error.
@@ -27,7 +27,7 @@ type Conn struct {
 	// URLField is the configuration setting URL comes from
 	// ("source.nats.url"): log lines about the connection (server
 	// unreachable, disconnected) name it next to URL, whose credentials
-	// and query values internal/redact masks. Empty: no field is named.
+	// and query values internal/base/redact masks. Empty: no field is named.
 	URLField string
 
 	CredsFile    string
@@ -120,7 +120,7 @@ func onDisconnect(log *slog.Logger, c *Conn) nats.ConnErrHandler {
 }
 
 // logAttrs are the attributes naming c's servers in a log line: "url",
-// redacted by internal/redact (userinfo and query values masked), and
+// redacted by internal/base/redact (userinfo and query values masked), and
 // "field", the setting it comes from (URLField, when set).
 func (c *Conn) logAttrs() []any {
 	addr := c.URL

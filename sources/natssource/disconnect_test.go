@@ -54,7 +54,7 @@ func TestDisconnectLogs(t *testing.T) {
 // TestConnLogLinesNameFieldHidePassword: the "server unreachable" and
 // "disconnected" warnings name the setting holding the URL
 // (source.nats.url, as start-up errors do) and show the URL with its
-// credentials masked by internal/redact (the unreachable line used its
+// credentials masked by internal/base/redact (the unreachable line used its
 // own redaction; the disconnect line named no server at all).
 func TestConnLogLinesNameFieldHidePassword(t *testing.T) {
 	check := func(what, line, addr string) {

@@ -32,7 +32,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/pacer-dev/pacer/internal/connretry"
+	"github.com/pacer-dev/pacer/internal/base/connretry"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

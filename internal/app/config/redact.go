@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 // secretKeys are field names whose value is a secret, to redact a line

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 // EffectiveBurst is shaping.burst, or one second's worth of rate (at least 1)

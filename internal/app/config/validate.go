@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 // Validate returns every problem with c at once, each with its field path

@@ -7,12 +7,12 @@ import (
 	"syscall"
 
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 // connectError is a failure to reach something the configuration points
 // at. Its text names the part of the pipeline, the address (credentials
-// and query values masked by internal/redact) and the config field that
+// and query values masked by internal/base/redact) and the config field that
 // holds it, then the cause:
 //
 //	dead_letter: connect nats://127.0.0.1:4999 (source.nats.url): nats: no servers available

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -12,7 +12,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sinks/httpsink"
 	"github.com/pacer-dev/pacer/sinks/jsonl"

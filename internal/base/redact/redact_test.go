@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 func TestText(t *testing.T) {
