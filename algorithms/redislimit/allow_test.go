@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // Allow is Reserve's answer without the hint, on the shared budget and per

@@ -11,7 +11,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 )
 
 // The benchmarks measure admissions per second and Redis calls per admitted

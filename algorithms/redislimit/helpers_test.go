@@ -13,7 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 )
 
 // env is one Redis for a test: testenv's choice (PACER_TEST_REDIS_URL, a

@@ -25,8 +25,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 func TestTagSafe(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/app/testapi"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // randomWireRun draws a run from seed: a trace of bursts, steady stretches

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"pgregory.net/rapid"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sinks/sinktest"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 	"github.com/pacer-dev/pacer/sources/kafkasource"

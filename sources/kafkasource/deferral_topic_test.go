@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/pacer-dev/pacer/sources/sourcetest"
 
 	"github.com/IBM/sarama"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )

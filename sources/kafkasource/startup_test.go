@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/natssource"
 )

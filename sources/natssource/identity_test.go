@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/pacer-dev/pacer/internal/app/testapi"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sinks/httpsink"
 	"github.com/pacer-dev/pacer/sinks/sqlsink"

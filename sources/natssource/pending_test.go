@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/sources/natssource"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/natssource"
 	"github.com/pacer-dev/pacer/sources/sourcetest"

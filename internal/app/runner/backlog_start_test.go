@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // TestBacklogAfterStart (real NATS when PACER_TEST_NATS_URL is set): a

@@ -18,8 +18,8 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/algorithms/redislimit"
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 )

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/app/config"
-	"github.com/pacer-dev/pacer/internal/testenv"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // TestReadyzFollowsSourceAndSink: /readyz of a NATS -> HTTP worker is 503

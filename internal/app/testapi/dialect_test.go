@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // phases returns start times at seeded random phases of a window w that

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"go.uber.org/goleak"
 )
 
