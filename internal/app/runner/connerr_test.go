@@ -18,7 +18,7 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 )
 
-// newFrom parses text and builds a worker from it.
+// newFrom parses text and builds a Runner from it.
 func newFrom(t *testing.T, text string) (*Runner, error) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(text), nil)

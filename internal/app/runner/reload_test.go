@@ -105,7 +105,7 @@ func TestReloadLogsOnce(t *testing.T) {
 }
 
 // reloadRunner writes reloadBase at rate to a file (write rewrites it with
-// another rate, "nonsense" for a bad file) and builds a worker from it that
+// another rate, "nonsense" for a bad file) and builds a Runner from it that
 // logs to log; the worker is closed when the test ends.
 func reloadRunner(t *testing.T, rate string, log io.Writer) (w *Runner, path string, write func(rate string)) {
 	t.Helper()

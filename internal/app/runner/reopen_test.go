@@ -11,7 +11,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
-// newReloadRunner builds a worker from reloadBase at 10/s whose dead
+// newReloadRunner builds a Runner from reloadBase at 10/s whose dead
 // letters go to a file; it returns the worker, the config's path and the
 // log.
 func newReloadRunner(t *testing.T) (*Runner, string, *strings.Builder) {

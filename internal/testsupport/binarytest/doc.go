@@ -10,8 +10,9 @@
 // scenario, the guarantee it proves and the figures of the last run.
 //
 // Every scenario is bounded in time and uses free ports and the
-// internal/testsupport/testenv fallbacks (an in-process kfake Kafka, an in-process or the
-// environment's NATS, miniredis or the environment's Redis), so
-// `go test -race ./internal/testsupport/binarytest/` runs on a laptop with nothing installed.
+// internal/testsupport/testenv fallbacks (an in-process kfake Kafka, an
+// in-process or the environment's NATS, miniredis or the environment's
+// Redis), so `go test -race ./internal/testsupport/binarytest/` runs on a
+// laptop with nothing installed.
 // PACER_CHAOS_FULL=1 runs the full-size backlog (1,000,000 messages).
 package binarytest

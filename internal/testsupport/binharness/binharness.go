@@ -1,6 +1,7 @@
 // Package binharness runs the pacer binary in tests as a user would: the
-// one harness behind cmd/pacer's command-line tests and internal/testsupport/binarytest. It is
-// test support only; no production package imports it.
+// one harness behind cmd/pacer's command-line tests and
+// internal/testsupport/binarytest. It is test support only; no production
+// package imports it.
 //
 // What it guarantees:
 //
