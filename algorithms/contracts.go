@@ -3,7 +3,7 @@ package algorithms
 import "time"
 
 // KeyLimiter limits each key on its own: Keyed here, and the distributed
-// per-key limiter in algorithms/redis. ReserveKey and CancelKey mean what
+// per-key limiter in algorithms/redislimit. ReserveKey and CancelKey mean what
 // Limiter's Reserve and Cancel mean, for one key's limiter.
 type KeyLimiter interface {
 	ReserveKey(now time.Time, key []byte, n int) (wait time.Duration, ok bool)

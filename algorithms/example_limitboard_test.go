@@ -34,7 +34,7 @@ func ExampleLocalLimitBoard() {
 }
 
 // A LimitBoard is what an engine needs to share a learned limit: a
-// LocalLimitBoard in one process, algorithms/redis.Limiter across processes.
+// LocalLimitBoard in one process, algorithms/redislimit.Limiter across processes.
 func ExampleLimitBoard() {
 	var board algorithms.LimitBoard = &algorithms.LocalLimitBoard{}
 	st, err := board.SyncLimit(context.Background(), ex0, nil, nil)

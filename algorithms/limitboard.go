@@ -10,7 +10,7 @@ import (
 // learn of its limit: the requests each had accepted, counted per
 // BoardSlot, and the group's learned limit, changed by compare-and-set on
 // an epoch. LocalLimitBoard is the one for workers in one process;
-// algorithms/redis.Limiter is one next to the shared Redis budget.
+// algorithms/redislimit.Limiter is one next to the shared Redis budget.
 //
 // Guarantees every implementation keeps:
 //   - Counts are the sum of every worker's SyncLimit(accepted) calls, slot

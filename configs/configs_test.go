@@ -15,7 +15,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
 )

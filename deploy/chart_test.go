@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 const chartDir = "helm/pacer"

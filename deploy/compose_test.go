@@ -14,7 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
 
-	"github.com/pacer-dev/pacer/internal/config"
+	"github.com/pacer-dev/pacer/internal/app/config"
 )
 
 // No Docker engine runs here, so docker-compose.yml is checked by what

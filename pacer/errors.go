@@ -3,7 +3,7 @@ package pacer
 import (
 	"errors"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 // Sentinel errors. Every error the engine returns or records wraps one of

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/redact"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 )
 
 // Failure logging: nothing that drains or holds up the work goes unsaid,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // TestFIFOGrowsAndShrinks: the queue keeps order, allocates only as it

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // deliverAt feeds f deliveries at rate per second over [from, to), one

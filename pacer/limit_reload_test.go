@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 )
 

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
 )
 
 // The downstream-limit scenarios: the real engine and the real HTTP sink in

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testkit"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // The latency signal on a fixed timeline: answers in 5 ms while nothing

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/pacer-dev/pacer/internal/loadgen"
+	"github.com/pacer-dev/pacer/internal/app/loadgen"
 )
 
 // produceCmd publishes the demo's bursty load to Kafka or NATS JetStream,

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 )
 
-// testapiCmd serves internal/testapi, a rate-limited mock API (429 with
+// testapiCmd serves internal/app/testapi, a rate-limited mock API (429 with
 // Retry-After and RateLimit headers above its rate), for docker compose.
 type testapiCmd struct {
 	Listen  string        `default:"127.0.0.1:8080" help:"Address to listen on."`

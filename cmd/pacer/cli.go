@@ -10,8 +10,8 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/worker"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/app/runner"
 )
 
 // Exit codes.
@@ -193,7 +193,7 @@ func loadConfig(e *env, path string) (*config.Config, error) {
 	done := make(chan checked, 1)
 	go func() { // reading, parsing and building every part: SIGTERM need not wait for it
 		var c checked
-		c.data, c.err = worker.ReadFile(path)
+		c.data, c.err = runner.ReadFile(path)
 		if c.err != nil {
 			done <- c
 			return
@@ -204,7 +204,7 @@ func loadConfig(e *env, path string) (*config.Config, error) {
 			return
 		}
 		c.err = nil
-		c.ps = append(c.ps, newProblems(c.ps, worker.Check(c.cfg))...)
+		c.ps = append(c.ps, newProblems(c.ps, runner.Check(c.cfg))...)
 		done <- c
 	}()
 	var c checked

@@ -3,8 +3,8 @@ package main
 import (
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/config"
-	"github.com/pacer-dev/pacer/internal/demo"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/app/demo"
 )
 
 // demoCmd runs everything in one process: a NATS JetStream server, a
@@ -24,7 +24,7 @@ type demoCmd struct {
 	Converge bool          `help:"The mock API allows only half the rate (or --api-rate) and answers 429 with Retry-After alone, no rate-limit headers; the backlog is there from the start. The chart shows the auto controller finding the API's limit."`
 }
 
-// Run runs the demo (internal/demo): exit 1 if any message was lost or it
+// Run runs the demo (internal/app/demo): exit 1 if any message was lost or it
 // was interrupted, 2 for bad flags.
 func (d demoCmd) Run(e *env) error {
 	cfg, err := d.config(e)

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/pacer-dev/pacer/internal/worker"
+	"github.com/pacer-dev/pacer/internal/app/runner"
 )
 
 type runCmd struct {
@@ -42,19 +42,19 @@ func (r runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	rec := &worker.ErrorRecorder{}
+	rec := &runner.ErrorRecorder{}
 	log, err := newLogger(e.stderr, cfg.Log, r.LogLevel, r.LogFormat)
 	if err != nil {
 		return err
 	}
 	// Redaction first: the recorder (/status last_errors) and the output
 	// both see masked text.
-	red := worker.NewRedactor(cfg)
+	red := runner.NewRedactor(cfg)
 	log = slog.New(red.Handler(rec.Wrap(log.Handler())))
-	worker.RouteLibraryLoggers(log)
+	runner.RouteLibraryLoggers(log)
 
 	stampWorker()
-	w, err := worker.Start(e.ctx, cfg.Admin, log, func() (*worker.Worker, error) { return worker.New(cfg, log, e.stdout, e.lookup) })
+	w, err := runner.Start(e.ctx, cfg.Admin, log, func() (*runner.Runner, error) { return runner.New(cfg, log, e.stdout, e.lookup) })
 	if err != nil {
 		log.Error("pacer: cannot start", "err", err)
 		return &exitError{code: exitFailure, err: err, logged: true}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/simulate"
+	"github.com/pacer-dev/pacer/internal/app/simulate"
 )
 
 type simulateCmd struct {

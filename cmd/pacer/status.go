@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/worker"
+	"github.com/pacer-dev/pacer/internal/app/runner"
 )
 
 // statusCmd prints the backlog (and, for a running worker, its state):
@@ -31,7 +31,7 @@ func (s statusCmd) Run(e *env) error {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, s.Timeout)
 	defer cancel()
-	var v worker.StatusView
+	var v runner.StatusView
 	if s.Addr != "" {
 		if err := fetchStatus(ctx, adminURL(s.Addr)+"/status", &v); err != nil {
 			return &exitError{code: exitFailure, err: fmt.Errorf("status: %w", err)}
@@ -41,7 +41,7 @@ func (s statusCmd) Run(e *env) error {
 		if err != nil {
 			return err
 		}
-		if v, err = worker.OfflineStatus(ctx, cfg); err != nil {
+		if v, err = runner.OfflineStatus(ctx, cfg); err != nil {
 			return &exitError{code: exitFailure, err: fmt.Errorf("status: %w", err)}
 		}
 	}
@@ -54,7 +54,7 @@ func (s statusCmd) Run(e *env) error {
 	return nil
 }
 
-func fetchStatus(ctx context.Context, url string, v *worker.StatusView) error {
+func fetchStatus(ctx context.Context, url string, v *runner.StatusView) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func fetchStatus(ctx context.Context, url string, v *worker.StatusView) error {
 }
 
 // printStatus writes v for people; live says it came from a running worker.
-func printStatus(out io.Writer, v worker.StatusView, live bool) {
+func printStatus(out io.Writer, v runner.StatusView, live bool) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pacer-dev/pacer/internal/worker"
+	"github.com/pacer-dev/pacer/internal/app/runner"
 )
 
 // brokerCheckTimeout bounds each connection of validate's broker checks.
@@ -18,7 +18,7 @@ type validateCmd struct {
 // cancel each other) and what the config will do. It builds every part as
 // run does, offline, so a config that validates does not fail at start-up
 // for its settings; then it asks the brokers, when they answer, what only
-// they can tell (worker.CheckBrokers: the fairness overflow topic exists),
+// they can tell (runner.CheckBrokers: the fairness overflow topic exists),
 // and says what it could not check.
 func (v validateCmd) Run(e *env) error {
 	path, err := v.path(e)
@@ -29,9 +29,9 @@ func (v validateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	ps, unchecked := worker.CheckBrokers(cfg, brokerCheckTimeout)
+	ps, unchecked := runner.CheckBrokers(cfg, brokerCheckTimeout)
 	if len(ps) > 0 {
-		data, err := worker.ReadFile(path)
+		data, err := runner.ReadFile(path)
 		if err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/pacer-dev/pacer/internal/worker"
+	"github.com/pacer-dev/pacer/internal/app/runner"
 )
 
 type versionCmd struct{}
@@ -20,7 +20,7 @@ func (versionCmd) Run(e *env) error {
 // stampWorker hands the versions to the worker before it starts: the
 // linked one for traces, the resolved one for pacer_build_info.
 func stampWorker() {
-	worker.Version, worker.BuildVersion = version, buildVersion()
+	runner.Version, runner.BuildVersion = version, buildVersion()
 }
 
 // buildVersion is the version set at link time, else the module version

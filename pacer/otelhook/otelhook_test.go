@@ -15,11 +15,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pacer-dev/pacer/algorithms"
-	"github.com/pacer-dev/pacer/internal/testapi"
+	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/otelhook"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
-	httpsink "github.com/pacer-dev/pacer/sinks/http"
+	"github.com/pacer-dev/pacer/sinks/httpsink"
 )
 
 // The producer's trace, as an instrumented producer writes it into the

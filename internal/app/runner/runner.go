@@ -1,0 +1,597 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pacer-dev/pacer/algorithms/redislimit"
+	"github.com/pacer-dev/pacer/internal/app/admin"
+	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/base/redact"
+	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/metrics"
+)
+
+// Version is the version the binary was linked with (traces carry it);
+// BuildVersion is the version resolved from the build information too
+// (pacer_build_info). cmd/pacer sets both.
+var (
+	Version      = "dev"
+	BuildVersion = "dev"
+)
+
+// ReadFile reads a config file, bounded before it is parsed (see
+// config.ReadFile: a path to /dev/zero or a huge file is refused), its
+// error naming the config.
+func ReadFile(path string) ([]byte, error) { return config.ReadFile(path) }
+
+// Engine is the runner's engine.
+func (w *Runner) Engine() *pacer.Engine { return w.engine }
+
+// Observe has /status show the warnings and errors rec records and mask
+// secrets with red (both set up by the caller before the logger).
+func (w *Runner) Observe(rec *ErrorRecorder, red *redact.Redactor) { w.errors, w.red = rec, red }
+
+// WatchBacklog measures the broker's backlog until ctx ends, in the
+// background (nothing for a source that cannot tell).
+func (w *Runner) WatchBacklog(ctx context.Context) {
+	if w.backlog != nil {
+		go w.backlog.run(ctx)
+	}
+}
+
+// Runner is one configured engine with everything it owns: what the
+// pacer process runs.
+type Runner struct {
+	mu     sync.Mutex
+	cfg    *config.Config
+	engine *pacer.Engine
+	global *redislimit.Limiter
+	// globalKeyed is the shared per-key limiter (shaping.global.per_key).
+	globalKeyed *redislimit.Limiter
+	reg         *prometheus.Registry
+	closers     closers
+	log         *slog.Logger
+	// lookup reads the environment (admin.token_env).
+	lookup  func(string) (string, bool)
+	errors  *ErrorRecorder
+	red     *redact.Redactor // masks secrets in /status and /readyz (nil: URLs only)
+	reloads int
+	// reloadMetrics are pacer_config_last_reload_*.
+	reloadMetrics *reloadMetrics
+	started       time.Time
+	// backlog measures what waits in the broker (nil for sources that
+	// cannot tell); run by Run.
+	backlog *backlogWatch
+	// shaping is the engine's current local shaping: its quota and warm-up
+	// limiters are kept across reloads that do not change them, so a
+	// SIGHUP never resets a daily quota or restarts a warm-up.
+	shaping pacer.Shaping
+	// reopen reopens the dead-letter file at its path (nil: none); SIGHUP
+	// calls it, after a log rotation.
+	reopen func() error
+}
+
+// New builds the source, sink, dead-letter writer, limiters and engine
+// described by cfg.
+func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(string) (string, bool), extra ...pacer.Hook) (*Runner, error) {
+	w := &Runner{cfg: cfg, log: log, lookup: lookup, reg: prometheus.NewRegistry(), started: time.Now()}
+	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.BuildInfo(BuildVersion, runtime.Version()))
+	ok := false
+	defer func() {
+		if !ok {
+			_ = w.closers.close()
+		}
+	}()
+	now := time.Now()
+	var err error
+	if w.reloadMetrics, err = newReloadMetrics(w.reg, now); err != nil {
+		return nil, err
+	}
+	ec, err := EngineConfig(cfg, now)
+	if err != nil {
+		return nil, err
+	}
+	if ec.State, err = fileState(cfg); err != nil {
+		return nil, err
+	}
+	sh := ec.Shaping
+	w.shaping = sh
+	if w.global, err = w.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
+		return nil, err
+	}
+	if w.globalKeyed, err = w.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
+		return nil, err
+	}
+	sh = w.withRedis(sh, cfg.Shaping)
+	if key := cfg.Shaping.StateKey; key != "" && w.global != nil {
+		// The shaper's state in shaping.global's Redis instead of a file.
+		// Unsaved for a minute (or 8 save intervals) it expires: a worker
+		// coming back later starts with an empty bucket, which is safe.
+		g, ttl := w.global, max(time.Minute, 8*cfg.Shaping.StateInterval.D())
+		ec.State = pacer.BlobState{
+			Get: func(ctx context.Context) ([]byte, bool, error) { return g.LoadState(ctx, key) },
+			Put: func(ctx context.Context, b []byte) error { return g.SaveState(ctx, key, b, ttl) },
+		}
+	}
+	if err := registerGlobalMetrics(w.reg, w.global, w.globalKeyed); err != nil {
+		return nil, err
+	}
+	src, dl, err := buildSource(cfg, log, &w.closers)
+	if err != nil {
+		return nil, inPart("source", err)
+	}
+	if err := withOverflow(cfg, &ec, &w.closers); err != nil {
+		return nil, err
+	}
+	if dl == nil {
+		if dl, err = buildDeadLetter(cfg, &w.closers); err != nil {
+			return nil, err
+		}
+		if f, ok := dl.(interface{ Reopen() error }); ok {
+			w.reopen = f.Reopen
+		}
+	}
+	if dl == nil && cfg.DeadLetter.Type == "none" {
+		dl = dropDeadLetter{log: log}
+	}
+	warnInsecure(cfg, log)
+	sink, err := buildSink(cfg, stdoutW, &w.closers)
+	if err != nil {
+		return nil, inPart("sink", err)
+	}
+	w.red = NewRedactor(cfg)
+	if dl != nil {
+		dl = redactDeadLetter{dl: dl, red: w.red}
+	}
+	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
+	ec.Shaping = sh
+	ec.Logger = log
+	hooks, m, err := metricsHooks(w.reg)
+	if err != nil {
+		return nil, err
+	}
+	traced, err := tracingHooks(cfg, m, lookup, &w.closers)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	ec.Hooks = append(ec.Hooks, traced...)
+	ec.Hooks = append(ec.Hooks, hooks...)
+	ec.Hooks = append(ec.Hooks, extra...)
+	eng, err := pacer.New(ec)
+	if err != nil {
+		return nil, err
+	}
+	w.engine = eng
+	if err := w.watchBacklog(cfg); err != nil {
+		return nil, err
+	}
+	ok = true
+	return w, nil
+}
+
+// watchBacklog sets up the backlog measurement of a Kafka or NATS source
+// and exports it on the worker's registry; Run starts it.
+func (w *Runner) watchBacklog(cfg *config.Config) error {
+	if cfg.Source.Type != "kafka" && cfg.Source.Type != "nats" {
+		return nil
+	}
+	r, err := newBacklogReader(cfg)
+	if err != nil {
+		return fmt.Errorf("source: backlog: %w", err)
+	}
+	w.closers.add(r.Close)
+	w.backlog = newBacklogWatch(cfg, r, func() pacer.Status { return w.engine.Status() })
+	return w.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return w.backlog.snapshot(time.Now()) }))
+}
+
+// redisLimiter connects one of shaping.global's Redis limiters (see
+// redisLimiter) and has the worker close it.
+func (w *Runner) redisLimiter(g config.Global, perKey bool, now time.Time) (*redislimit.Limiter, error) {
+	field := "shaping.global"
+	if perKey {
+		field += ".per_key"
+	}
+	l, err := redisLimiter(g, perKey, w.log, now, w.cfg.Shaping.Priority)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, redact.New(g.RedisURL.Reveal()).Wrap(err))
+	}
+	if l != nil {
+		w.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return l.Close(ctx)
+		})
+	}
+	return l, nil
+}
+
+// withRedis returns sh with the worker's Redis limiters, which outlive
+// reloads (a nil limiter is left out: a typed nil would not be a nil
+// interface), and the shared budget as the board of the learned limit
+// unless s says each worker learns alone.
+func (w *Runner) withRedis(sh pacer.Shaping, s config.Shaping) pacer.Shaping {
+	if w.global != nil {
+		sh.Global = w.global
+		if s.SharesLearnedLimit() {
+			sh.LimitBoard, sh.GlobalRate = w.global, s.Global.Rate.Rate
+		}
+	}
+	if w.globalKeyed != nil {
+		sh.GlobalPerKey = w.globalKeyed
+	}
+	return sh
+}
+
+func (w *Runner) Close() {
+	if err := w.closers.close(); err != nil {
+		w.log.Warn("pacer: closing", "err", err)
+	}
+}
+
+// reload re-reads the config file and applies its shaping section. Anything
+// else that changed needs a restart, and is logged as such.
+func (w *Runner) Reload(path string, lookup func(string) (string, bool)) {
+	log := w.log
+	applied := false
+	defer func() { w.reloadMetrics.record(applied, time.Now()) }()
+	// SIGHUP also lifts a pause the downstream imposed and closes an open
+	// systemic-failure breaker, whatever the file says (an operator's way
+	// out of a hostile Retry-After, or back in after fixing the pipeline).
+	w.engine.ClearPause()
+	w.engine.ResetBreaker()
+	if w.reopen != nil {
+		if err := w.reopen(); err != nil {
+			log.Error("pacer: reload: reopening the dead-letter file failed; its next write tries again", "path", w.cfg.DeadLetter.Path, "err", err)
+		}
+	}
+	data, err := ReadFile(path)
+	if err != nil {
+		log.Error("pacer: reload failed; keeping the current settings", "err", err)
+		return
+	}
+	cfg, err := config.Parse(data, lookup)
+	if err != nil {
+		log.Error("pacer: reload failed; keeping the current settings", "config", path, "problems", err.Error())
+		return
+	}
+	sh, err := LocalShaping(cfg.Shaping, time.Now())
+	if err != nil {
+		log.Error("pacer: reload failed; keeping the current settings", "err", err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sh = w.withRedis(sh, cfg.Shaping)
+	old := w.cfg.Shaping
+	for i := range cfg.Shaping.Quotas {
+		if i < len(old.Quotas) && old.Quotas[i] == cfg.Shaping.Quotas[i] {
+			sh.Quotas[i] = w.shaping.Quotas[i]
+		}
+	}
+	if err := w.engine.Reload(sh); err != nil {
+		log.Error("pacer: reload refused; keeping the current settings", "err", err)
+		return
+	}
+	keepGlobal := w.reloadGlobal(cfg.Shaping.Global, log)
+	fairOK := w.reloadFairness(cfg.Shaping, log)
+	for _, f := range []struct {
+		name       string
+		old, fresh any
+	}{
+		{"source", w.cfg.Source, cfg.Source}, {"sink", w.cfg.Sink, cfg.Sink}, {"dead_letter", w.cfg.DeadLetter, cfg.DeadLetter},
+		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
+		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.queue_bytes", w.cfg.Shaping.QueueBytes, cfg.Shaping.QueueBytes}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
+		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
+	} {
+		if !reflect.DeepEqual(f.old, f.fresh) {
+			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, fairness, priority) reloads; restart to apply", "changed", f.name)
+		}
+	}
+	prev := w.cfg.Shaping
+	w.cfg.Shaping = cfg.Shaping
+	w.cfg.Shaping.Global = keepGlobal
+	if !fairOK {
+		w.cfg.Shaping.Fairness, w.cfg.Shaping.Priority = prev.Fairness, prev.Priority
+	}
+	w.shaping = sh
+	w.reloads++
+	applied = true
+	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
+}
+
+// reloadFairness applies reloaded shaping.fairness and shaping.priority to
+// the running queue (weights, max_share, key, floors, lane mapping), which
+// keeps its messages; what needs a restart (turning them on or off, the
+// number of lanes, the overflow topic) is logged and left as it was.
+// Called with w.mu held.
+func (w *Runner) reloadFairness(s config.Shaping, log *slog.Logger) bool {
+	old := w.cfg.Shaping
+	if reflect.DeepEqual(old.Fairness, s.Fairness) && reflect.DeepEqual(old.Priority, s.Priority) {
+		return true
+	}
+	if old.Fairness.Overflow != s.Fairness.Overflow {
+		log.Warn("pacer: reload: shaping.fairness.overflow takes effect after a restart")
+	}
+	if err := w.engine.ReloadFairness(fairness(s), priority(s)); err != nil {
+		log.Warn("pacer: reload: keeping the current fairness and priority settings; restart to apply", "err", err)
+		return false
+	}
+	log.Info("pacer: reloaded shaping.fairness and shaping.priority")
+	return true
+}
+
+// reloadGlobal applies a reloaded shaping.global: the shared rate and
+// burst (and the per-key ones) change at once through the limiters'
+// SetRate/SetBurst, and the per-key key through the engine's KeyOf; anything else (URL, key, prefix, lease, policy, turning
+// a limit on or off) needs a restart and is logged as such. It returns the
+// settings now in force. Called with w.mu held.
+func (w *Runner) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
+	cur := w.cfg.Shaping.Global
+	if reflect.DeepEqual(g, cur) {
+		return cur
+	}
+	same := func(a config.Global) config.Global {
+		a.Rate, a.Burst, a.PerKey.Rate, a.PerKey.Burst, a.PerKey.Key = config.Rate{}, 0, config.Rate{}, 0, ""
+		return a
+	}
+	onOff := g.PerKey.Rate.IsZero() != cur.PerKey.Rate.IsZero()
+	if w.global == nil || !reflect.DeepEqual(same(g), same(cur)) || onOff {
+		log.Warn("pacer: reload: shaping.global changed beyond rate and burst; it takes effect after a restart")
+		return cur
+	}
+	now := time.Now()
+	apply := func(l *redislimit.Limiter, what string, r config.Rate, burst int, oldR config.Rate, oldBurst int) bool {
+		if l == nil || (r == oldR && burst == oldBurst) {
+			return true
+		}
+		if err := l.Reshape(now, r.Rate, max(1, burst)); err != nil {
+			log.Error("pacer: reload: keeping the current "+what, "err", err)
+			return false
+		}
+		log.Info("pacer: reloaded "+what, "rate", r.String(), "burst", max(1, burst))
+		return true
+	}
+	next := cur
+	if apply(w.global, "shaping.global", g.Rate, g.EffectiveBurst(), cur.Rate, cur.EffectiveBurst()) {
+		next.Rate, next.Burst = g.Rate, g.Burst
+	}
+	if apply(w.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {
+		next.PerKey.Rate, next.PerKey.Burst = g.PerKey.Rate, g.PerKey.Burst
+	}
+	next.PerKey.Key = g.PerKey.Key // applied by the engine's reload (KeyOf)
+	return next
+}
+
+// statusView is /status: the engine's snapshot plus the configured shaping
+// and the last warnings and errors. It never holds secrets.
+type StatusView struct {
+	Engine     pacer.Status `json:"engine"`
+	Configured struct {
+		Rate         string  `json:"rate"`
+		RatePerSec   float64 `json:"rate_per_second"`
+		Burst        int     `json:"burst"`
+		Peak         string  `json:"peak,omitempty"`
+		MaxWait      string  `json:"max_wait"`
+		QueueSize    int     `json:"queue_size"`
+		MaxInFlight  int     `json:"max_in_flight"`
+		PerKey       string  `json:"per_key,omitempty"`
+		Quotas       int     `json:"quotas"`
+		Global       string  `json:"global,omitempty"`
+		GlobalPerKey string  `json:"global_per_key,omitempty"`
+		Adaptive     string  `json:"adaptive"`
+	} `json:"configured"`
+	GlobalMode string `json:"global_mode,omitempty"`
+	// Redis holds the Redis limiters' counters ("global", "per_key").
+	Redis  map[string]GlobalStatus `json:"redis,omitempty"`
+	Source string                  `json:"source"`
+	Sink   string                  `json:"sink"`
+	// Backlog is what waits in the broker (Kafka lag, JetStream pending).
+	Backlog *BacklogView `json:"backlog,omitempty"`
+	// UsefulWorkers is how many workers the global budget can keep busy
+	// (shaping.global.rate over this worker's shaping.rate, rounded up):
+	// more add nothing but Redis calls.
+	UsefulWorkers int         `json:"useful_workers,omitempty"`
+	Reloads       int         `json:"reloads"`
+	Uptime        string      `json:"uptime"`
+	LastErrors    []ErrRecord `json:"last_errors"`
+}
+
+// globalStatus is one Redis limiter in /status.
+type GlobalStatus struct {
+	Mode   string `json:"mode"` // redis, fail-closed or fail-open
+	Calls  uint64 `json:"calls"`
+	Errors uint64 `json:"errors"`
+	Lease  int    `json:"lease"`
+	Keys   int    `json:"keys,omitempty"`
+}
+
+func newGlobalStatus(st redislimit.Stats) GlobalStatus {
+	return GlobalStatus{Mode: st.Mode.String(), Calls: st.Calls, Errors: st.Errors, Lease: st.Lease, Keys: st.Keys}
+}
+
+func (w *Runner) status() any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var v StatusView
+	v.Engine = w.engine.Status()
+	s := w.cfg.Shaping
+	c := &v.Configured
+	c.Rate, c.RatePerSec, c.Burst, c.MaxWait = s.Rate.String(), s.Rate.PerSecond(), s.EffectiveBurst(), s.MaxWait.String()
+	if !s.Peak.IsZero() {
+		c.Peak = s.Peak.String()
+	}
+	c.QueueSize, c.MaxInFlight, c.Quotas, c.Adaptive = s.QueueSize, s.MaxInFlight, len(s.Quotas), s.Adaptive.Mode
+	if !s.PerKey.Rate.IsZero() {
+		c.PerKey = s.PerKey.Rate.String() + " per " + s.PerKey.Key
+	}
+	if w.global != nil {
+		c.Global = s.Global.Rate.String() + " shared as " + s.Global.Key
+		if s.SharesLearnedLimit() {
+			c.Global += ", learned limit shared"
+		}
+		v.GlobalMode = w.global.Mode().String()
+		v.Redis = map[string]GlobalStatus{"global": newGlobalStatus(w.global.Stats())}
+	}
+	if w.globalKeyed != nil {
+		c.GlobalPerKey = s.Global.PerKey.Rate.String() + " per " + s.Global.PerKey.Key + " shared"
+		v.Redis["per_key"] = newGlobalStatus(w.globalKeyed.Stats())
+	}
+	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
+	if w.backlog != nil {
+		v.Backlog = w.backlog.view(time.Now())
+	}
+	if w.global != nil {
+		v.UsefulWorkers = usefulWorkers(s.Global.Rate.PerSecond(), s.Rate.PerSecond())
+	}
+	v.Reloads = w.reloads
+	v.Uptime = time.Since(w.started).Round(time.Second).String()
+	v.Engine.Breaker.Cause = w.red.String(v.Engine.Breaker.Cause)
+	v.LastErrors = w.errors.last()
+	if v.LastErrors == nil {
+		v.LastErrors = []ErrRecord{}
+	}
+	return v
+}
+
+// ready is /readyz: the engine running, its source connected and its sink
+// (and dead-letter destination) reachable, as far as they can tell
+// (pacer.ReadyChecker), and no Redis limit failing closed (the worker then
+// admits nothing until Redis answers).
+func (w *Runner) ready(ctx context.Context) error {
+	err := withAddresses(w.cfg, w.engine.Ready(ctx))
+	for what, l := range map[string]*redislimit.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
+		if l != nil && l.Mode() == redislimit.ModeFailClosed {
+			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
+		}
+	}
+	if err != nil {
+		// /readyz shows the text: no credentials from URLs or secret fields.
+		return errors.New(w.red.Error(err))
+	}
+	return nil
+}
+
+// serveAdmin starts the admin listener, if configured; the returned
+// function shuts it down.
+func (w *Runner) ServeAdmin(a config.Admin, log *slog.Logger) (func(), error) {
+	if a.Listen == "" {
+		return func() {}, nil
+	}
+	stop, _, err := w.ServeAdminAt(a.Listen, a.TokenEnv, log)
+	return stop, err
+}
+
+// serveAdminAt serves the admin handler on addr; PUT /rate takes its token
+// from the environment variable tokenEnv, read through the worker's lookup
+// ("" or unset: off).
+func (w *Runner) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), string, error) {
+	token := ""
+	if tokenEnv != "" {
+		token, _ = w.lookup(tokenEnv)
+	}
+	h := admin.New(admin.Config{
+		Status:       w.status,
+		Gatherer:     w.reg,
+		ClearPause:   func() bool { return w.engine != nil && w.engine.ClearPause() },
+		ResetBreaker: func() bool { return w.engine != nil && w.engine.ResetBreaker() },
+		SetRate: func(r algorithmsRate) error {
+			if err := w.engine.SetRate(r); err != nil {
+				return err
+			}
+			w.mu.Lock()
+			w.cfg.Shaping.Rate.Rate = r
+			w.mu.Unlock()
+			return nil
+		},
+		Token:  token,
+		Ready:  w.ready,
+		Logger: log,
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", adminListenErr(err)
+	}
+	srv := admin.NewServer(h, admin.Limits{}) // timeouts and a connection cap: idle clients cannot exhaust it
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pacer: admin listener stopped", "err", err)
+		}
+	}()
+	log.Info("pacer: admin listening", "addr", "http://"+ln.Addr().String()+"/", "rate_endpoint", token != "")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, ln.Addr().String(), nil
+}
+
+// errRecord is one remembered warning or error.
+type ErrRecord struct {
+	Time  time.Time `json:"time"`
+	Level string    `json:"level"`
+	Msg   string    `json:"msg"`
+	Err   string    `json:"err,omitempty"`
+}
+
+// errorRecorder keeps the last warnings and errors logged, for /status.
+type ErrorRecorder struct {
+	mu   sync.Mutex
+	recs []ErrRecord
+}
+
+func (r *ErrorRecorder) last() []ErrRecord {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]ErrRecord{}, r.recs...)
+}
+
+func (r *ErrorRecorder) Wrap(h slog.Handler) slog.Handler { return &recHandler{Handler: h, r: r} }
+
+type recHandler struct {
+	slog.Handler
+	r *ErrorRecorder
+}
+
+func (h *recHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if rec.Level >= slog.LevelWarn {
+		e := ErrRecord{Time: rec.Time.UTC(), Level: rec.Level.String(), Msg: rec.Message}
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" || a.Key == "error" || a.Key == "problems" {
+				e.Err = a.Value.Resolve().String()
+			}
+			return true
+		})
+		h.r.mu.Lock()
+		h.r.recs = append(h.r.recs, e)
+		if len(h.r.recs) > 10 {
+			h.r.recs = h.r.recs[len(h.r.recs)-10:]
+		}
+		h.r.mu.Unlock()
+	}
+	return h.Handler.Handle(ctx, rec)
+}
+
+func (h *recHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &recHandler{Handler: h.Handler.WithAttrs(as), r: h.r}
+}
+
+func (h *recHandler) WithGroup(name string) slog.Handler {
+	return &recHandler{Handler: h.Handler.WithGroup(name), r: h.r}
+}
