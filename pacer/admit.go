@@ -1,7 +1,7 @@
 package pacer
 
-// A message's life, step 3: admission through the Retry-After gate (the
-// end of this file) and the shaper (shaper.go, shape_*.go).
+// A message's life, step 3: admission through the Retry-After gate (kept
+// by the limit controller, pacer/limit) and the shaper (shaper.go, shape_*.go).
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // admit waits until the Retry-After gate has passed, a sending turn is
-// free under the latency signal's in-flight cap (queueing.go), and the
+// free under the latency signal's in-flight cap (limit/queueing.go), and the
 // shaper grants the whole batch at once. While the gate holds or the
 // shaper refuses, the source is paused. It returns false when ctx is done;
 // when it returns true the caller holds a sending turn and gives it back
@@ -32,7 +32,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 	}()
 	for {
-		if g := e.ctrl.gateUntil(); g != 0 {
+		if g := e.ctrl.GateUntil(); g != 0 {
 			now := e.clock.Now()
 			if now.UnixNano() < g {
 				e.pause.set(PauseRetryAfter)
@@ -180,7 +180,7 @@ const sendingPoll = 20 * time.Millisecond
 func (e *Engine) takeSending() bool {
 	for {
 		n := e.sending.Load()
-		if c := e.ctrl.concCap.Load(); c > 0 && n >= c {
+		if c := e.ctrl.ConcurrencyCap(); c > 0 && n >= c {
 			return false
 		}
 		if e.sending.CompareAndSwap(n, n+1) {
@@ -193,74 +193,7 @@ func (e *Engine) takeSending() bool {
 // waiting for one.
 func (e *Engine) doneSending() {
 	e.sending.Add(-1)
-	if e.ctrl.concCap.Load() > 0 {
+	if e.ctrl.ConcurrencyCap() > 0 {
 		e.wakeShaper()
 	}
-}
-
-// The Retry-After gate: no admission, on any path, before the time the
-// downstream named (Retry-After, or a spent rate-limit window). Its state
-// is the controller's (adaptive.go), which raises it from each delivery's
-// feedback; admit waits on it, ClearPause lifts it.
-
-// gateUntil returns the Retry-After gate (zero: none).
-func (c *controller) gateUntil() int64 { return c.gate.Load() }
-
-// longPause is the pause length from which a downstream-imposed pause is
-// logged at WARN with its cause and end.
-const longPause = 30 * time.Second
-
-// raiseGate stops every admission until now+d because of cause (a header
-// and its value). d is capped at maxPause, with a WARN naming the cause; a
-// pause of longPause or more is logged with its end. It returns the gate's
-// end.
-func (c *controller) raiseGate(now time.Time, d time.Duration, cause string) time.Time {
-	if d <= 0 {
-		return time.Time{}
-	}
-	if c.maxPause > 0 && d > c.maxPause {
-		if c.warn != nil {
-			c.warn("pacer: downstream asked for a pause longer than retry.max_pause; capped", "cause", cause, "asked", d.String(), "max_pause", c.maxPause.String())
-		}
-		d = c.maxPause
-	}
-	until := now.Add(d)
-	u := until.UnixNano()
-	for {
-		g := c.gate.Load()
-		if g >= u {
-			return time.Unix(0, g)
-		}
-		if c.gate.CompareAndSwap(g, u) {
-			break
-		}
-	}
-	c.gateMu.Lock()
-	c.gateCause = cause
-	c.gateMu.Unlock()
-	if d >= longPause && c.warn != nil {
-		c.warn("pacer: downstream paused every delivery", "cause", cause, "until", until.UTC().Format(time.RFC3339), "for", d.String())
-	}
-	return until
-}
-
-// clearGate lifts the gate (SIGHUP, the admin API); it reports whether one
-// was in force at now.
-func (c *controller) clearGate(now time.Time) bool {
-	g := c.gate.Swap(0)
-	return g > now.UnixNano()
-}
-
-func (c *controller) pauseCause() string {
-	c.gateMu.Lock()
-	defer c.gateMu.Unlock()
-	return c.gateCause
-}
-
-// capWait caps a downstream-imposed wait at maxPause.
-func (c *controller) capWait(d time.Duration) time.Duration {
-	if c.maxPause > 0 && d > c.maxPause {
-		return c.maxPause
-	}
-	return d
 }

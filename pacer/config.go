@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"fmt"
+	"github.com/pacer-dev/pacer/pacer/limit"
 	"log/slog"
 	"time"
 
@@ -156,27 +157,15 @@ type RetryConfig struct {
 	Seed uint64
 }
 
-// AdaptiveMode selects the adaptive rate controller.
-type AdaptiveMode uint8
+// AdaptiveMode selects the adaptive rate controller (limit.Mode).
+type AdaptiveMode = limit.Mode
 
+// The adaptive modes (see limit.Mode).
 const (
-	// AdaptiveOff keeps the configured rate (Retry-After and rate-limit
-	// headers are still honoured).
-	AdaptiveOff AdaptiveMode = iota
-	// AdaptiveAIMD: multiplicative decrease on throttling feedback,
-	// additive increase after each clean interval.
-	AdaptiveAIMD
-	// AdaptivePID: Spark's PIDRateEstimator, driven by delivery latency and
-	// queue delay once per interval. It was designed for a processing
-	// rate, not for 429s: prefer AdaptiveAuto in front of a rate-limited
-	// API.
-	AdaptivePID
-	// AdaptiveAuto finds and holds the downstream's real limit: it spends
-	// the budget rate-limit headers advertise, else learns the limit from
-	// the rate accepted before a throttle and probes up briefly and rarely
-	// (see limitFinder). The configured rate is the ceiling. The pacer
-	// binary's default.
-	AdaptiveAuto
+	AdaptiveOff  = limit.Off
+	AdaptiveAIMD = limit.AIMD
+	AdaptivePID  = limit.PID
+	AdaptiveAuto = limit.Auto
 )
 
 // DefaultMaxPause is RetryConfig.MaxPause's default.
@@ -196,18 +185,6 @@ const (
 	DefaultMaxAttempts   = 10
 )
 
-func (m AdaptiveMode) String() string {
-	switch m {
-	case AdaptiveAIMD:
-		return "aimd"
-	case AdaptivePID:
-		return "pid"
-	case AdaptiveAuto:
-		return "auto"
-	}
-	return "off"
-}
-
 // ParseAdaptiveMode parses "off" (or ""), "auto", "aimd" and "pid".
 func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
 	switch s {
@@ -223,26 +200,8 @@ func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
 	return 0, fmt.Errorf("%w: adaptive mode %q (want auto, off, aimd or pid)", ErrInvalidConfig, s)
 }
 
-// AdaptiveConfig configures the adaptive rate controller. It moves the token
-// bucket's rate between Floor and the configured Rate; it needs a Rate.
-type AdaptiveConfig struct {
-	Mode AdaptiveMode
-	// Floor is the lowest rate; 0: 1% of the configured rate (at least 1/min).
-	Floor algorithms.Rate
-	// Interval is the AIMD increase interval and the PID update interval; 0: 1s.
-	Interval time.Duration
-	// Decrease multiplies the rate on throttling (AIMD); 0: 0.5.
-	Decrease float64
-	// Increase is added (events/s) after each clean interval (AIMD);
-	// 0: 5% of the configured rate.
-	Increase float64
-	// PID gains; zero values take Spark's defaults kp 1.0, ki 0.2, kd 0.0
-	// (set NoDefaults to use zeros literally).
-	Kp, Ki, Kd float64
-	NoDefaults bool
-	// IgnoreRateLimitHeaders disables pacing to RateLimit-Remaining/Reset.
-	IgnoreRateLimitHeaders bool
-}
+// AdaptiveConfig configures the adaptive rate controller (limit.Config).
+type AdaptiveConfig = limit.Config
 
 // Config configures an Engine. Source and Sink are required; everything else
 // has a documented default. Config values are copied by New.

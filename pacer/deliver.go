@@ -4,6 +4,7 @@ package pacer
 // adaptive controller and the hooks.
 
 import (
+	"github.com/pacer-dev/pacer/pacer/limit"
 	"time"
 )
 
@@ -52,11 +53,11 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 			ra = max(ra, results[i].RetryAfter)
 		}
 	}
-	if timed || ra > 0 || fb.RateLimit != nil || e.ctrl.capped.Load() {
+	if timed || ra > 0 || fb.RateLimit != nil || e.ctrl.Capped() {
 		if end.IsZero() {
 			end = e.clock.Now()
 		}
-		e.ctrl.observe(end, fb, fb.Throttled, ra, nd, lat, qd)
+		e.ctrl.Observe(end, limit.Answer{Feedback: fb, Throttled: fb.Throttled, RetryAfter: ra, Delivered: nd, Latency: lat, QueueDelay: qd})
 	}
 	for _, h := range e.hooks.delivered {
 		h.OnDelivered(nd, nr, nj, lat, fb)

@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"github.com/pacer-dev/pacer/pacer/limit"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -42,7 +43,7 @@ type Engine struct {
 	hooks hookSet
 
 	sh      shaper
-	ctrl    *controller
+	ctrl    *limit.Controller
 	back    *backoff
 	delayed delayQueue
 	pause   pauser
@@ -89,8 +90,6 @@ type Engine struct {
 
 	timeEnq  bool // record when each message was consumed (PID queue delay)
 	adaptive bool // AIMD or PID: time every delivery
-	// shareErr is the last failure to reach Shaping.LimitBoard ("": none).
-	shareErr atomicString
 	// globalRetry is Shaping.GlobalRetry, readable without the shaper lock.
 	globalRetry atomic.Int64
 	itemPool    sync.Pool
@@ -161,12 +160,17 @@ func New(cfg Config) (*Engine, error) {
 	if bucket != nil {
 		rate = bucket.rate
 	}
-	e.ctrl = newController(cfg.Adaptive, rate, cfg.Burst, cfg.BatchSize, cfg.MaxInFlight, maxPause(cfg.Retry), now, e.groupOf(&cfg.Shaping))
-	e.ctrl.apply = e.applyRate
-	e.ctrl.applyBurst = e.applyBurst
-	e.ctrl.warn = e.log.Warn
-	e.ctrl.info = e.log.Info
-	e.ctrl.sendingNow = func() int { return int(e.sending.Load()) }
+	e.ctrl = limit.New(cfg.Adaptive, limit.Params{
+		Rate:        rate,
+		Burst:       cfg.Burst,
+		Batch:       cfg.BatchSize,
+		MaxInFlight: cfg.MaxInFlight,
+		MaxPause:    maxPause(cfg.Retry),
+		Group:       e.groupOf(&cfg.Shaping),
+		Bucket:      bucketDial{e},
+		Log:         e.log,
+		Sending:     func() int { return int(e.sending.Load()) },
+	}, now)
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
 	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
@@ -179,15 +183,28 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// applyRate sets the bucket's sustained rate (events/s); called by the
-// controller with its lock held.
-func (e *Engine) applyRate(now time.Time, to float64, cause string) {
-	e.applyRateExact(now, algorithms.PerSecond(to), cause)
+// bucketDial is the token bucket as the controller moves it.
+type bucketDial struct{ e *Engine }
+
+func (b bucketDial) SetRate(now time.Time, r algorithms.Rate, cause string) {
+	b.e.applyRateExact(now, r, cause)
 }
 
-// applyRateExact is applyRate for a Rate as given (SetRate, Reload), so 2
-// per 3s stays 2 per 3s instead of becoming 666,667 per 1e6 s through a
-// float; controller lock held.
+func (b bucketDial) SetBurst(now time.Time, burst int) { b.e.applyBurst(now, burst) }
+
+// groupOf is the group a Shaping's LimitBoard makes this worker part of
+// (zero: none, or a Global whose rate cannot change).
+func (e *Engine) groupOf(s *Shaping) limit.Group {
+	g, ok := s.Global.(rateSettable)
+	if s.LimitBoard == nil || !ok {
+		return limit.Group{}
+	}
+	return limit.NewGroup(g, s.GlobalRate, e.log)
+}
+
+// applyRateExact sets the bucket's sustained rate to r as given (SetRate,
+// Reload: 2 per 3s stays 2 per 3s instead of becoming 666,667 per 1e6 s
+// through a float); controller lock held.
 func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) {
 	to := r.PerSecond()
 	e.sh.mu.Lock()
@@ -263,11 +280,11 @@ func maxPause(r RetryConfig) time.Duration {
 // and the admin API call it. Safe from any goroutine.
 func (e *Engine) ClearPause() bool {
 	now := e.clock.Now()
-	was := e.ctrl.clearGate(now)
+	was := e.ctrl.ClearGate(now)
 	if was {
 		e.pause.clear(PauseRetryAfter)
 		n := e.delayed.dueNow(now, false) // retries the pause delayed go now too
-		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause(), "retries_due_now", n)
+		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.PauseCause(), "retries_due_now", n)
 		e.wakeShaper()
 	}
 	return was
@@ -281,28 +298,17 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 		return fmt.Errorf("%w: SetRate: %w", ErrInvalidConfig, err)
 	}
 	now := e.clock.Now()
-	e.ctrl.mu.Lock()
-	defer e.ctrl.mu.Unlock()
-	e.sh.mu.Lock()
-	noBucket := e.sh.bucket == nil
-	peak := e.cfg.Peak
-	e.sh.mu.Unlock()
-	if noBucket || e.cfg.Rate == (algorithms.Rate{}) {
-		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
-	}
-	if peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
-		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
-	}
-	e.ctrl.setCeiling(r, now)
-	e.applyRateExact(now, r, "set-rate")
-	// The limit finder starts again from the new ceiling: so does the burst.
-	e.sh.mu.Lock()
-	bb := e.sh.bucket.burst
-	e.sh.mu.Unlock()
-	if bb != e.ctrl.burst {
-		e.applyBurst(now, e.ctrl.burst)
-	}
-	return nil
+	return e.ctrl.SetCeiling(now, r, func() (int, error) {
+		e.sh.mu.Lock()
+		defer e.sh.mu.Unlock()
+		if e.sh.bucket == nil || e.cfg.Rate == (algorithms.Rate{}) {
+			return 0, fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
+		}
+		if peak := e.cfg.Peak; peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
+			return 0, fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
+		}
+		return e.sh.bucket.burst, nil
+	})
 }
 
 // Reload replaces the shaping settings at runtime (SIGHUP). Stages whose
@@ -318,84 +324,79 @@ func (e *Engine) Reload(s Shaping) error {
 		return err
 	}
 	now := e.clock.Now()
-	e.ctrl.mu.Lock()
-	defer e.ctrl.mu.Unlock()
-	e.sh.mu.Lock()
-	old := e.cfg.Shaping
-	var keep []stage
-	var bucket *bucketStage
-	var warm *warmUpStage
-	sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
-	for _, st := range e.sh.stages {
-		switch x := st.(type) {
-		case *keyedStage:
-			if !x.global && s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
-				keep = append(keep, x)
+	err := e.ctrl.Reload(now, func() (limit.Reshape, error) {
+		e.sh.mu.Lock()
+		old := e.cfg.Shaping
+		var keep []stage
+		var bucket *bucketStage
+		var warm *warmUpStage
+		sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
+		for _, st := range e.sh.stages {
+			switch x := st.(type) {
+			case *keyedStage:
+				if !x.global && s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
+					keep = append(keep, x)
+				}
+			case *bucketStage:
+				if sameBucket {
+					bucket = x
+				}
+			case *warmUpStage:
+				warm = x
 			}
-		case *bucketStage:
-			if sameBucket {
-				bucket = x
-			}
-		case *warmUpStage:
-			warm = x
 		}
-	}
-	// A changed warm-up starts cold only while start-up lasts (the new
-	// warm-up's length since New): after it, a reload brings no cold start.
-	startUpOver := !now.Before(e.born.Add(s.WarmUp))
-	nb := s
-	nb.StartEmpty = true
-	stages, newBucket, err := buildStages(&nb, now)
-	if err != nil {
+		// A changed warm-up starts cold only while start-up lasts (the new
+		// warm-up's length since New): after it, a reload brings no cold start.
+		startUpOver := !now.Before(e.born.Add(s.WarmUp))
+		nb := s
+		nb.StartEmpty = true
+		stages, newBucket, err := buildStages(&nb, now)
+		if err != nil {
+			e.sh.mu.Unlock()
+			return limit.Reshape{}, err
+		}
+		for i, st := range stages {
+			switch x := st.(type) {
+			case *keyedStage:
+				if !x.global && len(keep) > 0 {
+					keep[0].(*keyedStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
+					stages[i] = keep[0]
+				}
+			case *bucketStage:
+				if bucket != nil {
+					stages[i] = bucket
+					newBucket = bucket
+				}
+			case *warmUpStage:
+				switch {
+				case warm != nil && sameWarmUp(&old, &s):
+					stages[i] = warm
+				case startUpOver && !s.WarmUpAfterIdle:
+					stages[i] = nil
+				}
+			}
+		}
+		stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
+		e.wireLanes(stages)
+		e.sh.stages, e.sh.bucket = stages, newBucket
+		e.unlimited.Store(len(stages) == 0)
+		e.cfg.Shaping = s
+		e.globalRetry.Store(int64(s.GlobalRetry))
 		e.sh.mu.Unlock()
+		// What the controller learned depends on the configured rate (its
+		// ceiling) and the group it shares a limit with: a reload that keeps
+		// them keeps the learned limit (a SIGHUP with an unchanged file used to
+		// send the rate back to the ceiling, and the API answered 429s).
+		r := limit.Reshape{Rate: s.Rate, Burst: s.Burst, Group: e.groupOf(&s), HasBucket: newBucket != nil}
+		if newBucket != nil {
+			r.BucketRate, r.BucketBurst = newBucket.rate.PerSecond(), newBucket.burst
+			r.KeepLearned = s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
+				s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
+		}
+		return r, nil
+	})
+	if err != nil {
 		return err
-	}
-	for i, st := range stages {
-		switch x := st.(type) {
-		case *keyedStage:
-			if !x.global && len(keep) > 0 {
-				keep[0].(*keyedStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
-				stages[i] = keep[0]
-			}
-		case *bucketStage:
-			if bucket != nil {
-				stages[i] = bucket
-				newBucket = bucket
-			}
-		case *warmUpStage:
-			switch {
-			case warm != nil && sameWarmUp(&old, &s):
-				stages[i] = warm
-			case startUpOver && !s.WarmUpAfterIdle:
-				stages[i] = nil
-			}
-		}
-	}
-	stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
-	e.wireLanes(stages)
-	e.sh.stages, e.sh.bucket = stages, newBucket
-	e.unlimited.Store(len(stages) == 0)
-	e.cfg.Shaping = s
-	e.globalRetry.Store(int64(s.GlobalRetry))
-	e.sh.mu.Unlock()
-	// What the controller learned depends on the configured rate (its
-	// ceiling) and the group it shares a limit with: a reload that keeps
-	// them keeps the learned limit (a SIGHUP with an unchanged file used to
-	// send the rate back to the ceiling, and the API answered 429s).
-	keepLearned := newBucket != nil && s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
-		s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
-	e.ctrl.burst = s.Burst
-	e.ctrl.group = e.groupOf(&s) // the next setCeiling builds the finder for it
-	if keepLearned {
-		e.ctrl.keepLearned(now, newBucket.rate.PerSecond(), newBucket.burst)
-	} else if newBucket != nil && s.Rate != (algorithms.Rate{}) {
-		e.ctrl.setCeiling(s.Rate, now)
-		e.applyRateExact(now, s.Rate, "reload")
-		if newBucket.burst != s.Burst {
-			e.applyBurst(now, s.Burst)
-		}
-	} else {
-		e.ctrl.setCeiling(algorithms.Rate{}, now)
 	}
 	e.log.Info("pacer: shaping reloaded", "rate", s.Rate.String(), "burst", s.Burst, "peak", s.Peak.String())
 	return nil
@@ -428,7 +429,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
-	stopShare := e.startShare(base)
+	stopShare := e.ctrl.StartSharing(base, e.cfg.Shaping.LimitBoard, e.clock.Now, func(d time.Duration, tick func()) func() { return every(e.clock, d, tick) })
 	e.warmSink(ctx) // connections ready before the first admission
 
 	e.crew.start(e, loopCtx)

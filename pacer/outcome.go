@@ -32,7 +32,7 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		if now.IsZero() {
 			now = e.clock.Now()
 		}
-		delay := e.back.delay(it.m.Attempt, e.ctrl.capWait(r.RetryAfter))
+		delay := e.back.delay(it.m.Attempt, e.ctrl.CapWait(r.RetryAfter))
 		if e.isStopping() {
 			e.handBack(it, delay)
 			return

@@ -1,6 +1,9 @@
 package pacer
 
-import "time"
+import (
+	"github.com/pacer-dev/pacer/pacer/limit"
+	"time"
+)
 
 // Status is a JSON-friendly snapshot of the engine, for /status and gauges.
 type Status struct {
@@ -88,7 +91,7 @@ type Status struct {
 // Status returns a snapshot. Safe from any goroutine.
 func (e *Engine) Status() Status {
 	now := e.clock.Now()
-	cur, ceil, floor := e.ctrl.current()
+	cur, ceil, floor := e.ctrl.Current()
 	s := Status{
 		State:          [...]string{"idle", "running", "stopping", "stopped"}[e.state.Load()],
 		Rate:           cur,
@@ -138,17 +141,17 @@ func (e *Engine) Status() Status {
 		s.Paused = true
 		s.PauseReasons = r.Strings()
 	}
-	if g := e.ctrl.gateUntil(); g > now.UnixNano() {
+	if g := e.ctrl.GateUntil(); g > now.UnixNano() {
 		s.RetryAfter = time.Unix(0, g).UTC()
-		s.PauseCause = e.ctrl.pauseCause()
+		s.PauseCause = e.ctrl.PauseCause()
 		s.PauseSeconds = time.Duration(g - now.UnixNano()).Seconds()
 	}
-	lim, src, last, _ := e.ctrl.learned()
+	lim, src, last, _ := e.ctrl.Learned()
 	s.LearnedLimit, s.LimitSource = lim, src.String()
-	s.LimitShared = e.ctrl.shared()
-	b, hdr, cc := e.ctrl.behaviour()
+	s.LimitShared = e.ctrl.Shared()
+	b, hdr, cc := e.ctrl.Recognised()
 	s.LimitBehaviour, s.LimitHeader, s.ConcurrencyLimit = b.String(), hdr, cc
-	s.LimitBoardError = e.shareErr.Load()
+	s.LimitBoardError = e.ctrl.BoardErr()
 	s.SinceThrottle = -1
 	if !last.IsZero() {
 		s.LastThrottle = last.UTC()
@@ -162,3 +165,27 @@ func (e *Engine) Status() Status {
 	e.sh.mu.Unlock()
 	return s
 }
+
+// LimitSource says where the engine's idea of the downstream's limit comes
+// from (limit.Source).
+type LimitSource = limit.Source
+
+// Where the learned limit comes from (see limit.Source).
+const (
+	LimitConfigured = limit.Configured
+	LimitHeaders    = limit.FromHeaders
+	Limit429        = limit.From429
+	LimitLatency    = limit.FromLatency
+)
+
+// Behaviour is how the downstream was seen to limit (limit.Behaviour).
+type Behaviour = limit.Behaviour
+
+// The behaviours recognised (see limit.Behaviour).
+const (
+	BehaviourUnknown    = limit.BehaviourUnknown
+	BehaviourHeaders    = limit.BehaviourHeaders
+	Behaviour429        = limit.Behaviour429
+	BehaviourPenaltyBox = limit.BehaviourPenaltyBox
+	BehaviourQueueing   = limit.BehaviourQueueing
+)
