@@ -2,11 +2,11 @@ package pacer
 
 import (
 	"fmt"
-	"github.com/pacer-dev/pacer/pacer/limit"
 	"log/slog"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Ordering says which messages may be delivered concurrently.
@@ -346,7 +346,7 @@ func (c *Config) setDefaults() {
 	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
 		a.Kp, a.Ki = 1.0, 0.2
 	}
-	c.Breaker.setDefaults()
+	c.Breaker.SetDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -440,8 +440,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
 		}
 	}
-	if err := c.Breaker.validate(); err != nil {
-		return err
+	if err := c.Breaker.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return c.Shaping.validate(c.BatchSize)
 }

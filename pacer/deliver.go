@@ -4,8 +4,9 @@ package pacer
 // adaptive controller and the hooks.
 
 import (
-	"github.com/pacer-dev/pacer/pacer/limit"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, probe bool) {

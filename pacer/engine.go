@@ -3,7 +3,6 @@ package pacer
 import (
 	"context"
 	"fmt"
-	"github.com/pacer-dev/pacer/pacer/limit"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/breaker"
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Engine moves messages from a Source through the shaper to a Sink.
@@ -47,7 +48,7 @@ type Engine struct {
 	back    *backoff
 	delayed delayQueue
 	pause   pauser
-	brk     *breaker // nil: Breaker.Disabled
+	brk     *breaker.Breaker // nil: Breaker.Disabled
 	flog    failureLog
 
 	crew        crew          // the workers, started as work appears
@@ -177,7 +178,7 @@ func New(cfg Config) (*Engine, error) {
 	e.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
 	if !cfg.Breaker.Disabled {
-		e.brk = newBreaker(cfg.Breaker, int64(cfg.QueueSize)+e.slots)
+		e.brk = breaker.New(cfg.Breaker, int64(cfg.QueueSize)+e.slots)
 	}
 	e.pause.hooks = e.hooks.paused
 	return e, nil

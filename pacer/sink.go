@@ -2,8 +2,9 @@ package pacer
 
 import (
 	"context"
-	"github.com/pacer-dev/pacer/pacer/limit"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Outcome is the fate a sink gives one message.

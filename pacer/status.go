@@ -1,8 +1,9 @@
 package pacer
 
 import (
-	"github.com/pacer-dev/pacer/pacer/limit"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Status is a JSON-friendly snapshot of the engine, for /status and gauges.
@@ -117,7 +118,7 @@ func (e *Engine) Status() Status {
 		Naked:            e.stats.naked.Load(),
 	}
 	if e.brk != nil {
-		s.Breaker = e.brk.status()
+		s.Breaker = e.brk.Status()
 	}
 	s.Held = e.stats.held.Load()
 	if e.cfg.QueueBytes > 0 {

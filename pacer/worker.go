@@ -78,7 +78,7 @@ func (e *Engine) worker(ctx context.Context, anchor bool) {
 		// While the breaker is open, one delivery at a time goes out, as a
 		// probe, when the probe backoff allows.
 		probe := false
-		if e.brk != nil && e.brk.open.Load() {
+		if e.brk != nil && e.brk.IsOpen() {
 			if e.stepAside(grp, e.clock.Now()) {
 				continue
 			}
