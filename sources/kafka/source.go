@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
 	"github.com/pacer-dev/pacer/internal/connretry"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 var (
@@ -71,7 +73,7 @@ type Source struct {
 
 	mu    sync.Mutex
 	group sarama.ConsumerGroup // set while Run is running
-	gate  pacer.PauseGate      // read without mu on the per-message path
+	gate  sourcekit.PauseGate  // read without mu on the per-message path
 
 	ran     atomic.Bool
 	stopped chan struct{}
