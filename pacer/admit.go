@@ -22,8 +22,8 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 			e.doneSending()
 		}
 	}()
-	// A worker asks the shaper at once; only when it must wait does it take
-	// the turn (admitSem), so one worker at a time sleeps on the shaper and
+	// A courier asks the shaper at once; only when it must wait does it take
+	// the turn (admitSem), so one courier at a time sleeps on the shaper and
 	// a freed permit is not raced for by a herd of sleepers.
 	turn := false
 	defer func() {
@@ -111,7 +111,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 // peak's spacing, or the bucket is too small to hold what accrues) and the
 // clock is a spinner, it waits precisely: for a deadline within the
 // clock's floor it yields and re-reads the clock until the deadline (at
-// most the floor, one worker at a time: the caller holds admitSem); for a
+// most the floor, one courier at a time: the caller holds admitSem); for a
 // later one it sleeps until the floor before the deadline, and admit asks
 // the shaper again. Otherwise it sleeps on the timer, however late that
 // fires.
@@ -171,7 +171,7 @@ func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	}
 }
 
-// sendingPoll is how often a worker waiting for a sending turn looks again
+// sendingPoll is how often a courier waiting for a sending turn looks again
 // when no answer woke it.
 const sendingPoll = 20 * time.Millisecond
 
@@ -189,7 +189,7 @@ func (e *Engine) takeSending() bool {
 	}
 }
 
-// doneSending gives a sending turn back and, under a cap, wakes a worker
+// doneSending gives a sending turn back and, under a cap, wakes a courier
 // waiting for one.
 func (e *Engine) doneSending() {
 	e.sending.Add(-1)

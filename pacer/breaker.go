@@ -20,15 +20,6 @@ type BreakerConfig = breaker.Config
 // BreakerStatus is the breaker's part of Status (breaker.Status).
 type BreakerStatus = breaker.Status
 
-// FailureClassifier is implemented by a Sink that can name the class of the
-// errors it puts in Results: "http 401", "sqlstate 42P01", "render
-// template". systemic is true for a class that says the pipeline, not the
-// message, is at fault (bad credentials, a missing table, a request that
-// cannot be built locally). class "" leaves the error out of the breaker.
-type FailureClassifier interface {
-	FailureClass(err error) (class string, systemic bool)
-}
-
 // classify names err's failure class through the sink's FailureClassifier.
 func (e *Engine) classify(err error) (string, bool) {
 	if err == nil {
@@ -236,7 +227,7 @@ func (e *Engine) ResetBreaker() bool {
 }
 
 // dueNow makes every waiting message (with held, only those the breaker
-// held) due at now, and wakes the workers: the operator's word that the
+// held) due at now, and wakes the couriers: the operator's word that the
 // downstream is fine again goes for retries already scheduled. It returns
 // how many were brought forward.
 func (q *delayQueue) dueNow(now time.Time, held bool) int {
@@ -262,9 +253,9 @@ func (q *delayQueue) dueNow(now time.Time, held bool) int {
 	return n
 }
 
-// awaitProbe is called by a worker holding messages while the breaker is
+// awaitProbe is called by a courier holding messages while the breaker is
 // open: it waits for the probe turn (one delivery at a time) and the probe
-// time. It returns probe=true when the worker must deliver as the probe
+// time. It returns probe=true when the courier must deliver as the probe
 // (and later call endProbe), probe=false when the breaker closed
 // meanwhile, and ok=false when ctx is done.
 func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {

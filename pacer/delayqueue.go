@@ -1,7 +1,7 @@
 package pacer
 
 // The delay queue: retries waiting out their backoff and messages freed
-// by their key, taken by workers before the queue (slots.go).
+// by their key, taken by couriers before the queue (slots.go).
 
 import (
 	"container/heap"
@@ -19,7 +19,7 @@ type delayQueue struct {
 	seq  uint64
 	n    atomic.Int32
 	wake chan struct{} // something was pushed (buffered: a token per waiter)
-	kick chan struct{} // cap 1: wakes the worker owning the retry timer
+	kick chan struct{} // cap 1: wakes the courier owning the retry timer
 }
 
 type itemHeap []*item
@@ -47,7 +47,7 @@ func (h *itemHeap) Pop() any {
 }
 
 // push queues it, due at due. An item waiting for another attempt holds
-// no claim (Claimer): push ends the one it still holds first.
+// no claim (Lease): push ends the one it still holds first.
 func (q *delayQueue) push(it *item, due time.Time) {
 	it.unclaim()
 	q.mu.Lock()
@@ -64,7 +64,7 @@ func (q *delayQueue) push(it *item, due time.Time) {
 	}
 }
 
-// signal wakes one worker waiting in next.
+// signal wakes one courier waiting in next.
 func (q *delayQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:

@@ -18,7 +18,7 @@ import (
 // Engine moves messages from a Source through the shaper to a Sink.
 //
 // Flow, one file per step: Source -> intake.go (the bounded queue) ->
-// MaxInFlight workers (worker.go), each taking a slot and a message
+// MaxInFlight couriers (courier.go), each taking a slot and a message
 // (slots.go, ordering.go), admitting it (admit.go: the Retry-After gate,
 // then the shaper's stages, atomically), delivering it to the Sink
 // (deliver.go), deciding its outcome (outcome.go: ack, retry through
@@ -51,25 +51,23 @@ type Engine struct {
 	brk     *breaker.Breaker // nil: Breaker.Disabled
 	flog    failureLog
 
-	crew        crew          // the workers, started as work appears
-	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
-	fair        *fairQueue    // Fairness or Priority: the queue in fair order
-	fairBytes   atomic.Int64  // with fair and QueueBytes: payload bytes queued
+	crew        crew          // the couriers, started as work appears
+	queue       waitQueue     // FIFO, or in fair order with Fairness or Priority
 	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
-	slotWaiters atomic.Int32  // workers waiting for a slot
-	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
+	slotWaiters atomic.Int32  // couriers waiting for a slot
+	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting couriers
 	inflight    atomic.Int64  // taken from the queue, not yet settled
 	sending     atomic.Int64  // admitted (or holding a sending turn), not yet answered
 	pending     atomic.Int64  // handed over by the source, not yet settled
 	slots       int64
-	// Turns are channels, not mutexes: a worker waits for its turn while
+	// Turns are channels, not mutexes: a courier waits for its turn while
 	// another sleeps on the shaper, and channel waits are what
 	// testing/synctest (and ctx) can see.
-	admitSem   chan struct{} // one worker at a time waits on the shaper
+	admitSem   chan struct{} // one courier at a time waits on the shaper
 	probeSem   chan struct{} // one probe delivery at a time while the breaker is open
-	takeSem    chan struct{} // one worker at a time forms a batch
+	takeSem    chan struct{} // one courier at a time forms a batch
 	finished   chan struct{}
-	timerOwner atomic.Bool   // a waiting worker holds the next-retry timer
+	timerOwner atomic.Bool   // a waiting courier holds the next-retry timer
 	shapeWake  chan struct{} // cap 1: rate, burst or gate changed; wakes the shaper's sleeper
 	finishOnce sync.Once
 
@@ -98,9 +96,9 @@ type Engine struct {
 }
 
 type counters struct {
-	consumed, admitted, delivered, retried, rejected     atomic.Uint64
-	deadLettered, deadLetterFailed, acked, termed, naked atomic.Uint64
-	held                                                 atomic.Uint64
+	consumed, admitted, delivered, retried, rejected      atomic.Uint64
+	deadLettered, deadLetterFailed, acked, termed, nacked atomic.Uint64
+	held                                                  atomic.Uint64
 }
 
 const (
@@ -132,15 +130,11 @@ func New(cfg Config) (*Engine, error) {
 		stopping:  make(chan struct{}),
 		settleCtx: context.Background(),
 	}
-	if cfg.Fairness != nil || cfg.Priority != nil {
-		f, err := newFairQueue(&e.cfg)
-		if err != nil {
-			return nil, err
-		}
-		e.fair = f
-	} else {
-		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
+	q, err := newWaitQueue(&e.cfg, e.stopping, e.log)
+	if err != nil {
+		return nil, err
 	}
+	e.queue = q
 	e.spin, _ = cfg.Clock.(spinner)
 	e.crew.max = int64(cfg.MaxInFlight)
 	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
@@ -255,7 +249,7 @@ func (e *Engine) applyBurst(now time.Time, to int) {
 	e.wakeShaper()
 }
 
-// wakeShaper wakes the worker sleeping on the shaper or the gate, if any.
+// wakeShaper wakes the courier sleeping on the shaper or the gate, if any.
 func (e *Engine) wakeShaper() {
 	select {
 	case e.shapeWake <- struct{}{}:
@@ -434,10 +428,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.warmSink(ctx) // connections ready before the first admission
 
 	e.crew.start(e, loopCtx)
-	workersDone := make(chan struct{})
+	couriersDone := make(chan struct{})
 	go func() {
 		e.crew.wg.Wait()
-		close(workersDone)
+		close(couriersDone)
 	}()
 	if hb, ok := e.cfg.Source.(HoldBounded); ok {
 		hb.HoldBound(e.cfg.QueueSize + e.cfg.MaxInFlight)
@@ -458,7 +452,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.srcDone.Store(true)
 			e.finishIfDrained()
 			select {
-			case <-workersDone:
+			case <-couriersDone:
 			case <-ctx.Done():
 			}
 		}
@@ -474,14 +468,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCancel()
 	sl := newSleeper(e.clock)
 	select {
-	case <-workersDone:
+	case <-couriersDone:
 	case <-sl.arm(e.cfg.DrainTimeout):
 		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.inflight.Load())
 		deliverCancel()
-		<-workersDone
+		<-couriersDone
 	}
 	sl.stop()
-	stopState() // the workers are done: nothing more is admitted
+	stopState() // the couriers are done: nothing more is admitted
 	stopShare() // and the board has every count
 	if !srcReturned {
 		srcErr = <-srcErrc
@@ -521,7 +515,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// wakeOne wakes a worker blocked in next (if the token buffer is full,
+// wakeOne wakes a courier blocked in next (if the token buffer is full,
 // enough wake-ups are already pending).
 func (e *Engine) wakeOne() {
 	select {

@@ -27,20 +27,17 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 	if e.cfg.QueueBytes > 0 {
 		it.size = messageSize(m)
 	}
-	if e.fair != nil {
-		size := it.size
-		e.fairBytes.Add(size)
-		err := e.deliverFair(ctx, it)
-		if err != nil {
-			e.fairBytes.Add(-size)
-		}
-		return err
+	err := e.queue.put(ctx, it)
+	if err == errDeferred {
+		e.stats.consumed.Add(1)
+		e.settle(it, SettledDeferred, 0, "")
+		return nil
 	}
-	return e.tookOrRefused(it, m, e.fifo.put(ctx, e.stopping, it))
+	return e.tookOrRefused(it, m, err)
 }
 
 // tookOrRefused finishes a hand-over once the queue (FIFO or fair) took it (err
-// nil: counted, a worker started if none is idle, the source paused at the
+// nil: counted, a courier started if none is idle, the source paused at the
 // high watermark) or refused it (the engine is stopping: m is given back).
 func (e *Engine) tookOrRefused(it *item, m *Message, err error) error {
 	if err != nil {
@@ -63,7 +60,7 @@ func (e *Engine) refuse(m *Message) {
 	if e.refuseLast(m) {
 		return
 	}
-	e.stats.naked.Add(1)
+	e.stats.nacked.Add(1)
 	if m.Acker != nil {
 		if err := m.Acker.Nak(e.settleCtx, 0); err != nil {
 			e.log.Warn("pacer: nak failed", "id", m.ID, "err", err)

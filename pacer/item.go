@@ -9,9 +9,8 @@ import (
 // the engine allocates nothing per message on its fast path.
 type item struct {
 	m        *Message
-	rev      Revocable // m.Acker, when it can be revoked
-	clm      Claimer   // m.Acker, when it must be claimed for a delivery
-	claimed  bool      // clm claimed for the attempt under way
+	lease    Lease     // m.Acker, when its source can take it back
+	claimed  bool      // lease claimed for the attempt under way
 	enq      time.Time // when the source handed it over
 	first    time.Time // first attempt (zero before it)
 	admitted time.Time // latest admission
@@ -36,10 +35,7 @@ func (e *Engine) getItem(m *Message) *item {
 		it = new(item)
 	}
 	it.m = m
-	it.rev, _ = m.Acker.(Revocable)
-	if it.rev != nil {
-		it.clm, _ = m.Acker.(Claimer)
-	}
+	it.lease, _ = m.Acker.(Lease)
 	return it
 }
 
@@ -49,12 +45,12 @@ func (e *Engine) putItem(it *item) {
 }
 
 // dropRevoked settles (Nak) and removes the items of grp whose source has
-// revoked them (Revocable): the source hands them over again, so
+// revoked them (Lease): the source hands them over again, so
 // delivering them now would spend the budget on a duplicate.
 func (e *Engine) dropRevoked(grp []*item) []*item {
 	k := 0
 	for _, it := range grp {
-		if it.rev != nil && it.rev.Revoked() {
+		if it.lease != nil && it.lease.Revoked() {
 			e.settle(it, SettledNak, 0, "")
 			continue
 		}
@@ -64,26 +60,21 @@ func (e *Engine) dropRevoked(grp []*item) []*item {
 	return grp[:k]
 }
 
-// claimGroup is dropRevoked right before the sink: an item whose source
-// must hold it while it is delivered (Claimer) is claimed, or settled
-// (Nak) and removed when the source refuses (revoked). The claim lasts
+// claimGroup is dropRevoked right before the sink: an item with a Lease
+// is claimed, or settled (Nak) and removed when the source refuses
+// (revoked). The claim lasts
 // until the attempt is decided: unclaim ends it after the settlement, or
 // before the item is queued for another attempt, so a message is never
 // claimed twice at once.
 func (e *Engine) claimGroup(grp []*item) []*item {
 	k := 0
 	for _, it := range grp {
-		if it.rev != nil {
-			if it.clm != nil {
-				if !it.clm.Claim() {
-					e.settle(it, SettledNak, 0, "")
-					continue
-				}
-				it.claimed = true
-			} else if it.rev.Revoked() {
+		if it.lease != nil {
+			if !it.lease.Claim() {
 				e.settle(it, SettledNak, 0, "")
 				continue
 			}
+			it.claimed = true
 		}
 		grp[k] = it
 		k++
@@ -95,6 +86,6 @@ func (e *Engine) claimGroup(grp []*item) []*item {
 func (it *item) unclaim() {
 	if it.claimed {
 		it.claimed = false
-		it.clm.Release()
+		it.lease.Release()
 	}
 }

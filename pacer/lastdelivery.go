@@ -6,21 +6,6 @@ import (
 	"time"
 )
 
-// LastDeliverer is optionally implemented by an Acker whose broker counts
-// deliveries and discards a message once the count reaches a limit
-// (JetStream's max_deliver). LastDelivery reports that this delivery is the
-// last one the broker will make: a message handed back now (Nak, or an
-// AckWait left to expire) would be discarded, not redelivered.
-//
-// The engine never hands such a message back when it stops: it writes it
-// to the dead-letter destination with ErrLastDelivery instead (and only if
-// that write fails, or there is none, is it Nak'ed, with an ERROR saying
-// the broker will discard it). Its retries inside the engine are not
-// broker deliveries and do not count.
-type LastDeliverer interface {
-	LastDelivery() bool
-}
-
 // ErrLastDelivery is the dead-letter reason for a message the engine held
 // on its last broker delivery (see LastDeliverer) when it stopped.
 var ErrLastDelivery = errors.New("pacer: stopped while the message was on its last broker delivery (max_deliver); handing it back would let the broker discard it")

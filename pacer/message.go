@@ -63,37 +63,6 @@ type Acker interface {
 	Term(ctx context.Context, reason string) error
 }
 
-// Revocable is optionally implemented by an Acker whose source can take a
-// message back before its fate is final: Revoked reports that the source
-// has given the message up and will hand it over again, here or to another
-// worker (a Kafka partition revoked in a rebalance: its next owner reads
-// it again from the committed offset, and an Ack here would be ignored).
-// The engine then Naks it instead of admitting and delivering it, so a
-// rebalance does not spend the rate budget on messages that come back
-// anyway. Revoked must be cheap and safe for concurrent use.
-type Revocable interface {
-	Revoked() bool
-}
-
-// Claimer is optionally implemented by a Revocable acker whose source
-// must not give a message up while a delivery of it is under way (a Kafka
-// partition is committed and handed to another member in a rebalance: a
-// delivery that finished after that would be repeated by the next owner).
-// It closes the race between the engine's last Revoked check and the sink.
-//
-// The engine calls Claim right before it hands the message to the sink:
-// false means the source has revoked it (the engine Naks it, as for
-// Revoked); true means the source holds the message's claim until the
-// engine calls Release, once the attempt's outcome is settled (Ack, Term,
-// Nak) or the message waits for another attempt. A source that revokes
-// waits (bounded) for every Claim to be Released, so what was delivered is
-// acknowledged and committed before another worker reads it again. Both
-// must be cheap and safe for concurrent use.
-type Claimer interface {
-	Claim() bool
-	Release()
-}
-
 // AckerFuncs adapts three functions to Acker; nil functions are no-ops.
 // Handy for in-memory sources and tests.
 type AckerFuncs struct {

@@ -39,7 +39,7 @@ func (e *Engine) settle(it *item, kind Settlement, delay time.Duration, reason s
 	case SettledTerm:
 		e.stats.termed.Add(1)
 	case SettledNak:
-		e.stats.naked.Add(1)
+		e.stats.nacked.Add(1)
 	}
 	for _, h := range e.hooks.settled {
 		h.OnSettled(m, kind)

@@ -51,13 +51,14 @@ func (s *globalStage) lane(batch []*item) int {
 // wireLanes gives the global stage the message lanes when Priority is set
 // and the Global limiter knows lanes.
 func (e *Engine) wireLanes(stages []stage) {
-	if e.fair == nil || e.cfg.Priority == nil {
+	fq, ok := e.queue.(*fairQueue)
+	if !ok || e.cfg.Priority == nil {
 		return
 	}
 	for _, st := range stages {
 		if g, ok := st.(*globalStage); ok {
 			if ll, ok := g.lim.(LaneLimiter); ok {
-				g.lanes, g.laneOf = ll, e.fair.lane
+				g.lanes, g.laneOf = ll, fq.lane
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 package pacer
 
-// A message's life, step 2: a worker takes it, from the delay queue
+// A message's life, step 2: a courier takes it, from the delay queue
 // (delayqueue.go) or, holding a slot, from the queue; with OrderKey a busy
 // key parks it (ordering.go).
 
@@ -19,16 +19,16 @@ const (
 )
 
 // next returns the next message to admit: a due retry or a freed key's
-// message first, else one from the queue once the worker holds a slot. It
+// message first, else one from the queue once the courier holds a slot. It
 // blocks until one is available, deadline passes (timedOut), or ctx is done
 // or the finite source is exhausted with nothing held (done).
 //
-// Slots bound what the engine holds beyond the queue: a worker reserves a
+// Slots bound what the engine holds beyond the queue: a courier reserves a
 // slot before it may receive from the queue, and the message keeps it until
-// it is settled (retries included), so concurrent workers can never take
+// it is settled (retries included), so concurrent couriers can never take
 // more than MaxInFlight*BatchSize messages between them.
 //
-// With retireAfter > 0, a worker that found nothing for that long (and
+// With retireAfter > 0, a courier that found nothing for that long (and
 // holds no retry timer) returns retired.
 func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
 	var retireAt time.Time
@@ -67,7 +67,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 			e.giveBack(slot)
 			return nil, done
 		}
-		// One waiting worker at a time owns the timer for the next retry
+		// One waiting courier at a time owns the timer for the next retry
 		// (no herd of MaxInFlight timers firing for one message); a push
 		// kicks the owner so an earlier due time is re-armed.
 		var wake time.Time
@@ -117,7 +117,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		if owner {
 			e.timerOwner.Store(false)
 			// Leaving with work or for good: hand the timer to another
-			// waiter. (Looping back, this worker takes it again itself.)
+			// waiter. (Looping back, this courier takes it again itself.)
 			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
 				e.delayed.signal()
 			}
@@ -148,7 +148,7 @@ func (e *Engine) acquireSlot() bool {
 	}
 }
 
-// releaseSlot frees a slot and wakes a worker waiting for one.
+// releaseSlot frees a slot and wakes a courier waiting for one.
 func (e *Engine) releaseSlot() {
 	e.slotsUsed.Add(-1)
 	if e.slotWaiters.Load() > 0 {
@@ -156,7 +156,7 @@ func (e *Engine) releaseSlot() {
 	}
 }
 
-// giveBack undoes next's bookkeeping for a worker that leaves its wait
+// giveBack undoes next's bookkeeping for a courier that leaves its wait
 // without a message: an unused slot, or its place among slot waiters.
 func (e *Engine) giveBack(slot bool) {
 	if slot {
@@ -168,7 +168,7 @@ func (e *Engine) giveBack(slot bool) {
 
 // finishIfDrained reports whether a finite source is exhausted and nothing
 // is held any more; if so it closes e.finished (once), which every waiting
-// worker and Run see.
+// courier and Run see.
 func (e *Engine) finishIfDrained() bool {
 	if e.srcDone.Load() && e.pending.Load() == 0 {
 		e.finishOnce.Do(func() { close(e.finished) })
@@ -180,9 +180,6 @@ func (e *Engine) finishIfDrained() bool {
 // take accounts for an item received from the queue. With OrderKey, an item
 // whose key is busy is parked (nil is returned) until the key frees.
 func (e *Engine) take(it *item) *item {
-	if e.fair != nil && it.size > 0 {
-		e.fairBytes.Add(-it.size)
-	}
 	e.dequeued()
 	it.held = true
 	e.inflight.Add(1)

@@ -21,11 +21,3 @@ type Source interface {
 	Pause()
 	Resume()
 }
-
-// HoldBounded is optionally implemented by a Source that sizes a
-// broker-side window from what the engine holds (JetStream's
-// MaxAckPending, say). The engine calls HoldBound once, before Run, with
-// the most messages it holds at once: QueueSize + MaxInFlight.
-type HoldBounded interface {
-	HoldBound(n int)
-}

@@ -86,7 +86,9 @@ type Status struct {
 	DeadLetterFailed uint64 `json:"dead_letter_failed"`
 	Acked            uint64 `json:"acked"`
 	Terminated       uint64 `json:"terminated"`
-	Naked            uint64 `json:"naked"`
+	// Nacked counts messages given back to their source for redelivery
+	// (Nak). The JSON key was "naked" before it was spelt out.
+	Nacked uint64 `json:"nacked"`
 }
 
 // Status returns a snapshot. Safe from any goroutine.
@@ -115,29 +117,23 @@ func (e *Engine) Status() Status {
 		DeadLetterFailed: e.stats.deadLetterFailed.Load(),
 		Acked:            e.stats.acked.Load(),
 		Terminated:       e.stats.termed.Load(),
-		Naked:            e.stats.naked.Load(),
+		Nacked:           e.stats.nacked.Load(),
 	}
 	if e.brk != nil {
 		s.Breaker = e.brk.Status()
 	}
 	s.Held = e.stats.held.Load()
 	if e.cfg.QueueBytes > 0 {
-		s.QueueBytes, s.QueueBytesLimit = e.queuedBytes(), e.cfg.QueueBytes
+		s.QueueBytes, s.QueueBytesLimit = e.queue.bytes(), e.cfg.QueueBytes
 	}
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
 	}
-	if e.fair != nil {
-		s.FairShareWaits = e.fair.blocked.Load()
-		s.FairDeferred = e.fair.nDefer.Load()
-		e.fair.mu.Lock()
-		s.HandOversWaiting = e.fair.waiting.len()
-		e.fair.mu.Unlock()
-	} else {
-		e.fifo.mu.Lock()
-		s.HandOversWaiting = e.fifo.waiting.len()
-		e.fifo.mu.Unlock()
+	if f, ok := e.queue.(*fairQueue); ok {
+		s.FairShareWaits = f.blocked.Load()
+		s.FairDeferred = f.nDefer.Load()
 	}
+	s.HandOversWaiting = e.queue.blockedPuts()
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true
 		s.PauseReasons = r.Strings()
