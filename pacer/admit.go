@@ -28,7 +28,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 	turn := false
 	defer func() {
 		if turn {
-			<-e.admitSem
+			<-e.turns.admit
 		}
 	}()
 	for {
@@ -54,7 +54,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 			}
 			holding = true
 		}
-		if e.unlimited.Load() {
+		if e.sh.unlimited.Load() {
 			e.admitted(grp, time.Time{}, time.Time{})
 			return true
 		}
@@ -62,7 +62,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		if asked.IsZero() {
 			asked = now
 		}
-		if u := e.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
+		if u := e.sh.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
 			// The last save that landed promised nothing admitted after
 			// u; the next one, late (a slow fsync), wakes us.
 			e.pause.set(PauseShaper)
@@ -79,7 +79,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 		if !turn {
 			select {
-			case e.admitSem <- struct{}{}:
+			case e.turns.admit <- struct{}{}:
 			case <-ctx.Done():
 				return false
 			}
@@ -97,7 +97,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 		e.pause.set(PauseShaper)
 		if wait <= 0 {
-			wait = time.Duration(e.globalRetry.Load())
+			wait = time.Duration(e.sh.globalRetry.Load())
 		}
 		if !e.sleepOrWake(ctx, sl, wait) {
 			return false
@@ -128,7 +128,7 @@ func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time,
 	}
 	for deadline := now.Add(d); e.clock.Now().Before(deadline); {
 		select {
-		case <-e.shapeWake:
+		case <-e.turns.shapeWake:
 			return true
 		case <-ctx.Done():
 			return false
@@ -146,7 +146,7 @@ func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) 
 	select {
 	case <-sl.arm(d):
 		return true
-	case <-e.shapeWake:
+	case <-e.turns.shapeWake:
 		return true
 	case <-ctx.Done():
 		return false
@@ -155,7 +155,7 @@ func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) 
 
 func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	e.stats.admitted.Add(uint64(len(grp)))
-	if len(e.hooks.admitted) == 0 && !e.timeEnq && len(e.hooks.deliver) == 0 {
+	if len(e.hooks.admitted) == 0 && !e.timing.enqueue && len(e.hooks.deliver) == 0 {
 		return
 	}
 	if now.IsZero() {
@@ -179,11 +179,11 @@ const sendingPoll = 20 * time.Millisecond
 // else only under it. It reports whether it did.
 func (e *Engine) takeSending() bool {
 	for {
-		n := e.sending.Load()
+		n := e.stats.sending.Load()
 		if c := e.ctrl.ConcurrencyCap(); c > 0 && n >= c {
 			return false
 		}
-		if e.sending.CompareAndSwap(n, n+1) {
+		if e.stats.sending.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -192,7 +192,7 @@ func (e *Engine) takeSending() bool {
 // doneSending gives a sending turn back and, under a cap, wakes a courier
 // waiting for one.
 func (e *Engine) doneSending() {
-	e.sending.Add(-1)
+	e.stats.sending.Add(-1)
 	if e.ctrl.ConcurrencyCap() > 0 {
 		e.wakeShaper()
 	}

@@ -87,7 +87,7 @@ func (e *Engine) hold(it *item, now time.Time) {
 	if it.held {
 		// A suspect holds no slot: the next message can be taken.
 		it.held = false
-		e.inflight.Add(-1)
+		e.stats.inflight.Add(-1)
 		e.releaseSlot()
 	}
 	e.delayed.push(it, now.Add(b.ProbeMax())) // parked: newer messages probe first
@@ -103,7 +103,7 @@ func (e *Engine) hold(it *item, now time.Time) {
 		return // a newer message will be the next probe
 	}
 	// Every message in memory is a suspect.
-	if resume, first := b.Walk(); resume && !e.srcDone.Load() {
+	if resume, first := b.Walk(); resume && !e.life.srcDone.Load() {
 		if first {
 			e.log.Info("pacer: every message in memory is held by the breaker; resuming the source so newer messages can probe (a run of bad messages is told from a broken pipeline by whether newer messages succeed)",
 				"held", b.Suspects())
@@ -144,16 +144,16 @@ func (e *Engine) freshWaiting() bool {
 	if e.queued() > 0 {
 		return true
 	}
-	n := e.inflight.Load()
-	if n == 0 || e.keys == nil {
+	n := e.stats.inflight.Load()
+	if n == 0 || e.keys.parked == nil {
 		return n > 0
 	}
-	e.keyMu.Lock()
+	e.keys.mu.Lock()
 	parked := 0
-	for _, q := range e.keys {
+	for _, q := range e.keys.parked {
 		parked += len(q)
 	}
-	e.keyMu.Unlock()
+	e.keys.mu.Unlock()
 	return n > int64(parked)
 }
 
@@ -260,14 +260,14 @@ func (q *delayQueue) dueNow(now time.Time, held bool) int {
 // meanwhile, and ok=false when ctx is done.
 func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {
 	select {
-	case e.probeSem <- struct{}{}:
+	case e.turns.probe <- struct{}{}:
 	case <-ctx.Done():
 		return false, false
 	}
 	for {
 		open, at, wake := e.brk.ProbeAt()
 		if !open {
-			<-e.probeSem
+			<-e.turns.probe
 			return false, true
 		}
 		d := at.Sub(e.clock.Now())
@@ -278,13 +278,13 @@ func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {
 		case <-sl.arm(d):
 		case <-wake:
 		case <-ctx.Done():
-			<-e.probeSem
+			<-e.turns.probe
 			return false, false
 		}
 	}
 }
 
-func (e *Engine) endProbe() { <-e.probeSem }
+func (e *Engine) endProbe() { <-e.turns.probe }
 
 // takeSuspect removes and returns the oldest parked suspect (nil: none).
 func (q *delayQueue) takeSuspect() *item {

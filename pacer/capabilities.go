@@ -1,5 +1,10 @@
 package pacer
 
+import (
+	"context"
+	"time"
+)
+
 // The optional capabilities of the engine's contracts: what a Source, an
 // Acker or a Sink may implement besides its interface, and what the engine
 // does with it. Each is checked with a type assertion where it is used.
@@ -61,3 +66,28 @@ type HoldBounded interface {
 type FailureClassifier interface {
 	FailureClass(err error) (class string, systemic bool)
 }
+
+// ReadyChecker is optionally implemented by a Source, Sink or DeadLetterer
+// that can tell whether it can do its job now (a source connected to its
+// broker, a sink able to reach its downstream). Ready must be cheap and
+// honour ctx: it backs a readiness probe, polled every few seconds, so it
+// answers from state the adapter already has (connection status, the last
+// request's outcome) or one light round trip (a database ping), never a
+// request that does work downstream.
+type ReadyChecker interface {
+	Ready(ctx context.Context) error
+}
+
+// Warmer is implemented by a Sink that can open its connections ahead of
+// time (sinks/http pre-dials keep-alive connections). The engine calls Warm
+// once when Run starts, before its first admission, bounded by WarmTimeout,
+// so no admitted message waits for a connection to be set up: a request
+// that waited while later ones went out on ready connections would reach
+// the API bunched with them, outside the envelope the engine admitted.
+// An error is logged and delivery starts anyway (requests dial on demand).
+type Warmer interface {
+	Warm(ctx context.Context) error
+}
+
+// WarmTimeout bounds Run's wait for a Warmer sink.
+const WarmTimeout = 5 * time.Second

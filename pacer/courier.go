@@ -35,14 +35,14 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 	results := make([]Result, n)
 	// With batching, or key ordering (keys must be claimed in the order the
 	// queue hands messages over), one courier at a time takes from the queue.
-	serial := n > 1 || e.keys != nil
+	serial := n > 1 || e.keys.parked != nil
 	for first := true; ; first = false {
 		if !first {
 			e.crew.idle.Add(1)
 		}
 		if serial {
 			select {
-			case e.takeSem <- struct{}{}:
+			case e.turns.take <- struct{}{}:
 			case <-ctx.Done():
 				e.crew.idle.Add(-1)
 				return
@@ -52,7 +52,7 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 		e.crew.idle.Add(-1)
 		if st != gotItem {
 			if serial {
-				<-e.takeSem
+				<-e.turns.take
 			}
 			if st == retired && !e.retire() {
 				continue
@@ -74,7 +74,7 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 			}
 		}
 		if serial {
-			<-e.takeSem
+			<-e.turns.take
 		}
 		if grp = e.dropRevoked(grp); len(grp) == 0 {
 			continue

@@ -13,7 +13,7 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 	// The clock is read only when something uses the times: the adaptive
 	// controller, the delivery hooks or MaxTime. Unthrottled and unobserved,
 	// a message costs no clock read at all.
-	timed := e.adaptive || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
+	timed := e.timing.delivery || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
 	var start time.Time
 	if timed {
 		start = e.clock.Now()
@@ -26,7 +26,7 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		msgs = append(msgs, it.m)
 		results[i] = Result{}
 	}
-	ctx := e.deliverCtx
+	ctx := e.life.deliverCtx
 	for _, h := range e.hooks.deliver {
 		ctx = h.BeforeDeliver(ctx, msgs, items[0].wait)
 	}

@@ -19,11 +19,12 @@ import (
 //
 // Flow, one file per step: Source -> intake.go (the bounded queue) ->
 // MaxInFlight couriers (courier.go), each taking a slot and a message
-// (slots.go, ordering.go), admitting it (admit.go: the Retry-After gate,
-// then the shaper's stages, atomically), delivering it to the Sink
-// (deliver.go), deciding its outcome (outcome.go: ack, retry through
-// delayqueue.go, or deadletter.go) and settling it with its Acker
-// (settle.go). ARCHITECTURE.md follows one message through them.
+// (slots.go), admitting it (admit.go: the Retry-After gate that
+// pacer/limit keeps, then the shaper's stages, atomically), delivering it
+// to the Sink (deliver.go, its answer observed by pacer/limit), deciding
+// its outcome (outcome.go: ack, retry through delayqueue.go, or
+// deadletter.go) and settling it with its Acker (settle.go).
+// ARCHITECTURE.md follows one message through them.
 //
 // Create it with New, run it once with Run; Status, SetRate and Reload are
 // safe to call from any goroutine at any time.
@@ -38,8 +39,7 @@ import (
 type Engine struct {
 	cfg   Config
 	clock Clock
-	spin  spinner   // clock, when it can wait precisely (nil: timers only)
-	born  time.Time // when New built the stages: start-up's warm-up runs from here
+	spin  spinner // clock, when it can wait precisely (nil: timers only)
 	log   *slog.Logger
 	hooks hookSet
 
@@ -51,54 +51,70 @@ type Engine struct {
 	brk     *breaker.Breaker // nil: Breaker.Disabled
 	flog    failureLog
 
-	crew        crew          // the couriers, started as work appears
-	queue       waitQueue     // FIFO, or in fair order with Fairness or Priority
-	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
-	slotWaiters atomic.Int32  // couriers waiting for a slot
-	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting couriers
-	inflight    atomic.Int64  // taken from the queue, not yet settled
-	sending     atomic.Int64  // admitted (or holding a sending turn), not yet answered
-	pending     atomic.Int64  // handed over by the source, not yet settled
-	slots       int64
-	// Turns are channels, not mutexes: a courier waits for its turn while
-	// another sleeps on the shaper, and channel waits are what
-	// testing/synctest (and ctx) can see.
-	admitSem   chan struct{} // one courier at a time waits on the shaper
-	probeSem   chan struct{} // one probe delivery at a time while the breaker is open
-	takeSem    chan struct{} // one courier at a time forms a batch
-	finished   chan struct{}
-	timerOwner atomic.Bool   // a waiting courier holds the next-retry timer
+	crew   crew      // the couriers, started as work appears
+	queue  waitQueue // FIFO, or in fair order with Fairness or Priority
+	slots  slotBook
+	turns  turns
+	keys   keyBook // OrderKey: busy keys and their parked items
+	life   lifecycle
+	timing timing
+
+	itemPool sync.Pool
+	stats    counters
+}
+
+// slotBook bounds what the couriers hold beyond the queue (slots.go).
+type slotBook struct {
+	max     int64         // MaxInFlight*BatchSize
+	freed   chan struct{} // a slot was freed (buffered: one token per waiter)
+	waiters atomic.Int32  // couriers waiting for a slot
+	used    atomic.Int64  // held messages + slots reserved by waiting couriers
+}
+
+// turns serialise the couriers where it matters. Turns are channels, not
+// mutexes: a courier waits for its turn while another sleeps on the
+// shaper, and channel waits are what testing/synctest (and ctx) can see.
+type turns struct {
+	admit      chan struct{} // one courier at a time waits on the shaper
+	probe      chan struct{} // one probe delivery at a time while the breaker is open
+	take       chan struct{} // one courier at a time forms a batch
 	shapeWake  chan struct{} // cap 1: rate, burst or gate changed; wakes the shaper's sleeper
+	timerOwner atomic.Bool   // a waiting courier holds the next-retry timer
+}
+
+// keyBook is OrderKey's busy keys and the items parked behind them.
+type keyBook struct {
+	mu     sync.Mutex
+	parked map[string][]*item // nil: no OrderKey
+}
+
+// lifecycle is Run's state: started once, running, stopping, stopped.
+type lifecycle struct {
+	started    atomic.Bool
+	state      atomic.Int32
+	stopping   chan struct{}
+	stopOnce   sync.Once
+	srcDone    atomic.Bool   // a finite source returned
+	finished   chan struct{} // closed once the source is done and nothing is held
 	finishOnce sync.Once
-
-	keyMu sync.Mutex
-	keys  map[string][]*item // OrderKey: busy keys and their parked items
-
-	started   atomic.Bool
-	state     atomic.Int32
-	stopping  chan struct{}
-	stopOnce  sync.Once
-	srcDone   atomic.Bool
-	unlimited atomic.Bool
-	// stateUntil is the Until of the last periodic state save that landed
-	// (UnixNano; 0: no bound): nothing is admitted at or after it, so a
-	// restart after a kill never credits tokens the dead worker spent.
-	stateUntil atomic.Int64
 	settleCtx  context.Context
 	deliverCtx context.Context
+}
 
-	timeEnq  bool // record when each message was consumed (PID queue delay)
-	adaptive bool // AIMD or PID: time every delivery
-	// globalRetry is Shaping.GlobalRetry, readable without the shaper lock.
-	globalRetry atomic.Int64
-	itemPool    sync.Pool
-	stats       counters
+// timing says what the engine timestamps per message.
+type timing struct {
+	enqueue  bool // record when each message was consumed (PID queue delay)
+	delivery bool // AIMD or PID: time every delivery
 }
 
 type counters struct {
 	consumed, admitted, delivered, retried, rejected      atomic.Uint64
 	deadLettered, deadLetterFailed, acked, termed, nacked atomic.Uint64
 	held                                                  atomic.Uint64
+
+	inflight atomic.Int64 // taken from the queue, not yet settled
+	sending  atomic.Int64 // admitted (or holding a sending turn), not yet answered
+	pending  atomic.Int64 // handed over by the source, not yet settled
 }
 
 const (
@@ -116,21 +132,22 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg.Quotas = append([]algorithms.Limiter(nil), cfg.Quotas...)
 	e := &Engine{
-		cfg:       cfg,
-		clock:     cfg.Clock,
-		log:       cfg.Logger,
-		back:      newBackoff(cfg.Retry),
-		slotFreed: make(chan struct{}, cfg.MaxInFlight),
-		finished:  make(chan struct{}),
-		admitSem:  make(chan struct{}, 1),
-		takeSem:   make(chan struct{}, 1),
-		probeSem:  make(chan struct{}, 1),
-		shapeWake: make(chan struct{}, 1),
-		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
-		stopping:  make(chan struct{}),
-		settleCtx: context.Background(),
+		cfg:   cfg,
+		clock: cfg.Clock,
+		log:   cfg.Logger,
+		back:  newBackoff(cfg.Retry),
+		slots: slotBook{max: int64(cfg.MaxInFlight * cfg.BatchSize), freed: make(chan struct{}, cfg.MaxInFlight)},
+		turns: turns{
+			admit:     make(chan struct{}, 1),
+			take:      make(chan struct{}, 1),
+			probe:     make(chan struct{}, 1),
+			shapeWake: make(chan struct{}, 1),
+		},
 	}
-	q, err := newWaitQueue(&e.cfg, e.stopping, e.log)
+	e.life.finished = make(chan struct{})
+	e.life.stopping = make(chan struct{})
+	e.life.settleCtx = context.Background()
+	q, err := newWaitQueue(&e.cfg, e.life.stopping, e.log)
 	if err != nil {
 		return nil, err
 	}
@@ -140,17 +157,17 @@ func New(cfg Config) (*Engine, error) {
 	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.delayed.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
-		e.keys = make(map[string][]*item)
+		e.keys.parked = make(map[string][]*item)
 	}
 	now := e.clock.Now()
-	e.born = now
+	e.sh.born = now
 	stages, bucket, err := buildStages(&e.cfg.Shaping, now)
 	if err != nil {
 		return nil, err
 	}
 	e.wireLanes(stages)
 	e.sh.stages, e.sh.bucket = stages, bucket
-	e.unlimited.Store(len(stages) == 0)
+	e.sh.unlimited.Store(len(stages) == 0)
 	rate := cfg.Rate
 	if bucket != nil {
 		rate = bucket.rate
@@ -164,15 +181,15 @@ func New(cfg Config) (*Engine, error) {
 		Group:       e.groupOf(&cfg.Shaping),
 		Bucket:      bucketDial{e},
 		Log:         e.log,
-		Sending:     func() int { return int(e.sending.Load()) },
+		Sending:     func() int { return int(e.stats.sending.Load()) },
 	}, now)
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
-	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
-	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
-	e.globalRetry.Store(int64(cfg.GlobalRetry))
+	e.timing.enqueue = cfg.Adaptive.Mode == AdaptivePID
+	e.timing.delivery = cfg.Adaptive.Mode != AdaptiveOff
+	e.sh.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
 	if !cfg.Breaker.Disabled {
-		e.brk = breaker.New(cfg.Breaker, int64(cfg.QueueSize)+e.slots)
+		e.brk = breaker.New(cfg.Breaker, int64(cfg.QueueSize)+e.slots.max)
 	}
 	e.pause.hooks = e.hooks.paused
 	return e, nil
@@ -252,7 +269,7 @@ func (e *Engine) applyBurst(now time.Time, to int) {
 // wakeShaper wakes the courier sleeping on the shaper or the gate, if any.
 func (e *Engine) wakeShaper() {
 	select {
-	case e.shapeWake <- struct{}{}:
+	case e.turns.shapeWake <- struct{}{}:
 	default:
 	}
 }
@@ -342,7 +359,7 @@ func (e *Engine) Reload(s Shaping) error {
 		}
 		// A changed warm-up starts cold only while start-up lasts (the new
 		// warm-up's length since New): after it, a reload brings no cold start.
-		startUpOver := !now.Before(e.born.Add(s.WarmUp))
+		startUpOver := !now.Before(e.sh.born.Add(s.WarmUp))
 		nb := s
 		nb.StartEmpty = true
 		stages, newBucket, err := buildStages(&nb, now)
@@ -374,9 +391,9 @@ func (e *Engine) Reload(s Shaping) error {
 		stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
 		e.wireLanes(stages)
 		e.sh.stages, e.sh.bucket = stages, newBucket
-		e.unlimited.Store(len(stages) == 0)
+		e.sh.unlimited.Store(len(stages) == 0)
 		e.cfg.Shaping = s
-		e.globalRetry.Store(int64(s.GlobalRetry))
+		e.sh.globalRetry.Store(int64(s.GlobalRetry))
 		e.sh.mu.Unlock()
 		// What the controller learned depends on the configured rate (its
 		// ceiling) and the group it shares a limit with: a reload that keeps
@@ -397,7 +414,7 @@ func (e *Engine) Reload(s Shaping) error {
 	return nil
 }
 
-func (e *Engine) isStopping() bool { return e.state.Load() >= stateStopping }
+func (e *Engine) isStopping() bool { return e.life.state.Load() >= stateStopping }
 
 // Run consumes until ctx is done or the source returns.
 //
@@ -410,17 +427,17 @@ func (e *Engine) isStopping() bool { return e.state.Load() >= stateStopping }
 // nil; when it returns an error, Run stops as above and returns it.
 // Run may be called once.
 func (e *Engine) Run(ctx context.Context) error {
-	if !e.started.CompareAndSwap(false, true) {
+	if !e.life.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	e.state.Store(stateRunning)
+	e.life.state.Store(stateRunning)
 	base := context.WithoutCancel(ctx)
 	srcCtx, srcCancel := context.WithCancel(base)
 	defer srcCancel()
 	deliverCtx, deliverCancel := context.WithCancel(base)
 	defer deliverCancel()
-	e.deliverCtx = deliverCtx
-	e.settleCtx = base
+	e.life.deliverCtx = deliverCtx
+	e.life.settleCtx = base
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
@@ -449,7 +466,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		srcReturned = true
 		if srcErr == nil {
 			// Finite source: finish everything it handed over.
-			e.srcDone.Store(true)
+			e.life.srcDone.Store(true)
 			e.finishIfDrained()
 			select {
 			case <-couriersDone:
@@ -460,8 +477,8 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// Stop: no more pulling, no more taking; in-flight deliveries get
 	// DrainTimeout, then their context is cancelled.
-	e.state.Store(stateStopping)
-	e.stopOnce.Do(func() { close(e.stopping) })
+	e.life.state.Store(stateStopping)
+	e.life.stopOnce.Do(func() { close(e.life.stopping) })
 	e.pause.set(PauseStopping)
 	e.crew.stop()
 	srcCancel()
@@ -470,7 +487,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	select {
 	case <-couriersDone:
 	case <-sl.arm(e.cfg.DrainTimeout):
-		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.inflight.Load())
+		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.stats.inflight.Load())
 		deliverCancel()
 		<-couriersDone
 	}
@@ -490,13 +507,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		now := e.clock.Now()
 		dr := e.delayed.drain()
-		e.keyMu.Lock()
+		e.keys.mu.Lock()
 		var parked []*item
-		for k, q := range e.keys {
+		for k, q := range e.keys.parked {
 			parked = append(parked, q...)
-			e.keys[k] = nil
+			e.keys.parked[k] = nil
 		}
-		e.keyMu.Unlock()
+		e.keys.mu.Unlock()
 		if len(dr) == 0 && len(parked) == 0 {
 			break
 		}
@@ -508,7 +525,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	e.flushDeadLetterLog()
-	e.state.Store(stateStopped)
+	e.life.state.Store(stateStopped)
 	if srcErr != nil && srcErr != context.Canceled && srcErr != context.DeadlineExceeded {
 		return fmt.Errorf("pacer: source: %w", srcErr)
 	}
@@ -519,7 +536,21 @@ func (e *Engine) Run(ctx context.Context) error {
 // enough wake-ups are already pending).
 func (e *Engine) wakeOne() {
 	select {
-	case e.slotFreed <- struct{}{}:
+	case e.slots.freed <- struct{}{}:
 	default:
+	}
+}
+
+// warmSink lets a Warmer sink open its connections before the first
+// admission.
+func (e *Engine) warmSink(ctx context.Context) {
+	w, ok := e.cfg.Sink.(Warmer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, WarmTimeout)
+	defer cancel()
+	if err := w.Warm(ctx); err != nil {
+		e.log.Warn("pacer: sink warm-up failed; delivering with connections opened on demand", "err", err)
 	}
 }

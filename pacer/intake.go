@@ -20,8 +20,8 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		h.OnConsumed(m)
 	}
 	it := e.getItem(m)
-	e.pending.Add(1) // before it can be seen in the queue
-	if e.timeEnq {
+	e.stats.pending.Add(1) // before it can be seen in the queue
+	if e.timing.enqueue {
 		it.enq = e.clock.Now()
 	}
 	if e.cfg.QueueBytes > 0 {
@@ -41,7 +41,7 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 // high watermark) or refused it (the engine is stopping: m is given back).
 func (e *Engine) tookOrRefused(it *item, m *Message, err error) error {
 	if err != nil {
-		e.pending.Add(-1)
+		e.stats.pending.Add(-1)
 		e.putItem(it)
 		e.refuse(m)
 		return err
@@ -62,7 +62,7 @@ func (e *Engine) refuse(m *Message) {
 	}
 	e.stats.nacked.Add(1)
 	if m.Acker != nil {
-		if err := m.Acker.Nak(e.settleCtx, 0); err != nil {
+		if err := m.Acker.Nak(e.life.settleCtx, 0); err != nil {
 			e.log.Warn("pacer: nak failed", "id", m.ID, "err", err)
 		}
 	}

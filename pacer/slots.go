@@ -2,7 +2,7 @@ package pacer
 
 // A message's life, step 2: a courier takes it, from the delay queue
 // (delayqueue.go) or, holding a slot, from the queue; with OrderKey a busy
-// key parks it (ordering.go).
+// key parks it (claimKey, at the end of this file).
 
 import (
 	"context"
@@ -58,9 +58,9 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		} else {
 			// Publish that we wait for a slot before trying again, so a
 			// slot freed in between wakes us.
-			e.slotWaiters.Add(1)
+			e.slots.waiters.Add(1)
 			if slot = e.acquireSlot(); slot {
-				e.slotWaiters.Add(-1)
+				e.slots.waiters.Add(-1)
 			}
 		}
 		if e.finishIfDrained() {
@@ -72,7 +72,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		// kicks the owner so an earlier due time is re-armed.
 		var wake time.Time
 		var kick chan struct{}
-		owner := !due.IsZero() && e.timerOwner.CompareAndSwap(false, true)
+		owner := !due.IsZero() && e.turns.timerOwner.CompareAndSwap(false, true)
 		if owner {
 			wake, kick = due, e.delayed.kick
 		}
@@ -88,7 +88,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		}
 		var sc chan struct{}
 		if !slot {
-			sc = e.slotFreed
+			sc = e.slots.freed
 		}
 		var got *item
 		received := false
@@ -102,7 +102,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 			}
 		case <-e.delayed.wake:
 		case <-kick:
-		case <-e.finished:
+		case <-e.life.finished:
 			st = done
 		case <-tc:
 			now := e.clock.Now()
@@ -115,7 +115,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 			st = done
 		}
 		if owner {
-			e.timerOwner.Store(false)
+			e.turns.timerOwner.Store(false)
 			// Leaving with work or for good: hand the timer to another
 			// waiter. (Looping back, this courier takes it again itself.)
 			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
@@ -138,11 +138,11 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 // acquireSlot reserves a slot if one is free.
 func (e *Engine) acquireSlot() bool {
 	for {
-		n := e.slotsUsed.Load()
-		if n >= e.slots {
+		n := e.slots.used.Load()
+		if n >= e.slots.max {
 			return false
 		}
-		if e.slotsUsed.CompareAndSwap(n, n+1) {
+		if e.slots.used.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -150,8 +150,8 @@ func (e *Engine) acquireSlot() bool {
 
 // releaseSlot frees a slot and wakes a courier waiting for one.
 func (e *Engine) releaseSlot() {
-	e.slotsUsed.Add(-1)
-	if e.slotWaiters.Load() > 0 {
+	e.slots.used.Add(-1)
+	if e.slots.waiters.Load() > 0 {
 		e.wakeOne()
 	}
 }
@@ -162,16 +162,16 @@ func (e *Engine) giveBack(slot bool) {
 	if slot {
 		e.releaseSlot()
 	} else {
-		e.slotWaiters.Add(-1)
+		e.slots.waiters.Add(-1)
 	}
 }
 
 // finishIfDrained reports whether a finite source is exhausted and nothing
-// is held any more; if so it closes e.finished (once), which every waiting
+// is held any more; if so it closes e.life.finished (once), which every waiting
 // courier and Run see.
 func (e *Engine) finishIfDrained() bool {
-	if e.srcDone.Load() && e.pending.Load() == 0 {
-		e.finishOnce.Do(func() { close(e.finished) })
+	if e.life.srcDone.Load() && e.stats.pending.Load() == 0 {
+		e.life.finishOnce.Do(func() { close(e.life.finished) })
 		return true
 	}
 	return false
@@ -182,9 +182,47 @@ func (e *Engine) finishIfDrained() bool {
 func (e *Engine) take(it *item) *item {
 	e.dequeued()
 	it.held = true
-	e.inflight.Add(1)
-	if e.keys != nil && !e.claimKey(it) {
+	e.stats.inflight.Add(1)
+	if e.keys.parked != nil && !e.claimKey(it) {
 		return nil
 	}
 	return it
+}
+
+// Key ordering (Ordering: OrderKey): one message per key in flight; the
+// others park behind it and re-enter through the delay queue.
+
+// claimKey marks it's key busy, or parks it behind the key's owner.
+func (e *Engine) claimKey(it *item) bool {
+	e.keys.mu.Lock()
+	defer e.keys.mu.Unlock()
+	if q, busy := e.keys.parked[string(it.m.Key)]; busy {
+		e.keys.parked[string(it.m.Key)] = append(q, it)
+		return false
+	}
+	it.key = string(it.m.Key)
+	it.hasKey = true
+	e.keys.parked[it.key] = nil
+	return true
+}
+
+// releaseKey frees it's key, handing it to the next parked message.
+func (e *Engine) releaseKey(it *item) {
+	e.keys.mu.Lock()
+	q, ok := e.keys.parked[it.key]
+	if !ok {
+		e.keys.mu.Unlock()
+		return
+	}
+	if len(q) == 0 {
+		delete(e.keys.parked, it.key)
+		e.keys.mu.Unlock()
+		return
+	}
+	nx := q[0]
+	q[0] = nil
+	e.keys.parked[it.key] = q[1:]
+	nx.key, nx.hasKey = it.key, true
+	e.keys.mu.Unlock()
+	e.delayed.push(nx, time.Time{})
 }

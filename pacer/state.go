@@ -181,7 +181,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 			// Fail open: admissions go on, and a restart after a kill may
 			// credit what this worker spends until a save lands.
 			e.log.Warn("pacer: saving the shaper state; a restart after a crash may allow a second burst until a save succeeds", "clean", clean, "err", err)
-			e.stateUntil.Store(0)
+			e.sh.stateUntil.Store(0)
 			return
 		}
 		if !clean {
@@ -189,7 +189,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 			// save that lands late (a slow fsync) pauses admission at the
 			// previous Until instead of letting a restart credit tokens
 			// spent after it.
-			e.stateUntil.Store(st.Until.UnixNano())
+			e.sh.stateUntil.Store(st.Until.UnixNano())
 			e.wakeShaper()
 		}
 	}

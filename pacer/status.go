@@ -1,6 +1,9 @@
 package pacer
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer/limit"
@@ -96,13 +99,13 @@ func (e *Engine) Status() Status {
 	now := e.clock.Now()
 	cur, ceil, floor := e.ctrl.Current()
 	s := Status{
-		State:          [...]string{"idle", "running", "stopping", "stopped"}[e.state.Load()],
+		State:          [...]string{"idle", "running", "stopping", "stopped"}[e.life.state.Load()],
 		Rate:           cur,
 		ConfiguredRate: ceil,
 		Adaptive:       e.cfg.Adaptive.Mode.String(),
 		QueueDepth:     e.queued(),
 		QueueSize:      e.cfg.QueueSize,
-		InFlight:       e.inflight.Load(),
+		InFlight:       e.stats.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
 		Workers:        int(e.crew.running.Load()),
 		Retrying:       e.delayed.len(),
@@ -186,3 +189,27 @@ const (
 	BehaviourPenaltyBox = limit.BehaviourPenaltyBox
 	BehaviourQueueing   = limit.BehaviourQueueing
 )
+
+// Ready reports whether the engine is running and its source, sink and
+// dead-letter destination, where they implement ReadyChecker, say they are
+// ready. The error names every part that is not.
+func (e *Engine) Ready(ctx context.Context) error {
+	if e.life.state.Load() != stateRunning {
+		return fmt.Errorf("engine is %s", e.Status().State)
+	}
+	var errs []error
+	if err := e.breakerError(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range []struct {
+		what string
+		v    any
+	}{{"source", e.cfg.Source}, {"sink", e.cfg.Sink}, {"dead letter", e.cfg.DeadLetter}} {
+		if rc, ok := p.v.(ReadyChecker); ok {
+			if err := rc.Ready(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p.what, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
