@@ -23,7 +23,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 	}()
 	// A courier asks the shaper at once; only when it must wait does it take
-	// the turn (admitSem), so one courier at a time sleeps on the shaper and
+	// the turn (turns.admit), so one courier at a time sleeps on the shaper and
 	// a freed permit is not raced for by a herd of sleepers.
 	turn := false
 	defer func() {
@@ -111,7 +111,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 // peak's spacing, or the bucket is too small to hold what accrues) and the
 // clock is a spinner, it waits precisely: for a deadline within the
 // clock's floor it yields and re-reads the clock until the deadline (at
-// most the floor, one courier at a time: the caller holds admitSem); for a
+// most the floor, one courier at a time: the caller holds turns.admit); for a
 // later one it sleeps until the floor before the deadline, and admit asks
 // the shaper again. Otherwise it sleeps on the timer, however late that
 // fires.

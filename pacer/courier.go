@@ -19,9 +19,9 @@ import (
 // goroutine: a message crosses one channel between source and sink.
 //
 // Admission stays serial where it matters: while shaping is active, one
-// courier at a time waits on the shaper (admitSem), so a token is never
+// courier at a time waits on the shaper (turns.admit), so a token is never
 // raced for by a herd of sleepers, and a batch is formed by one courier at
-// a time (takeSem).
+// a time (turns.take).
 func (e *Engine) courier(ctx context.Context, anchor bool) {
 	retireAfter := courierIdle
 	if anchor {
@@ -210,4 +210,42 @@ func (e *Engine) retire() bool {
 			return false
 		}
 	}
+}
+
+// dropRevoked settles (Nak) and removes the items of grp whose source has
+// revoked them (Lease): the source hands them over again, so
+// delivering them now would spend the budget on a duplicate.
+func (e *Engine) dropRevoked(grp []*item) []*item {
+	k := 0
+	for _, it := range grp {
+		if it.lease != nil && it.lease.Revoked() {
+			e.settle(it, SettledNak, 0, "")
+			continue
+		}
+		grp[k] = it
+		k++
+	}
+	return grp[:k]
+}
+
+// claimGroup is dropRevoked right before the sink: an item with a Lease
+// is claimed, or settled (Nak) and removed when the source refuses
+// (revoked). The claim lasts
+// until the attempt is decided: unclaim ends it after the settlement, or
+// before the item is queued for another attempt, so a message is never
+// claimed twice at once.
+func (e *Engine) claimGroup(grp []*item) []*item {
+	k := 0
+	for _, it := range grp {
+		if it.lease != nil {
+			if !it.lease.Claim() {
+				e.settle(it, SettledNak, 0, "")
+				continue
+			}
+			it.claimed = true
+		}
+		grp[k] = it
+		k++
+	}
+	return grp[:k]
 }

@@ -1,10 +1,13 @@
 package pacer
 
-// A message's life, step 1: the source hands it over (deliverFunc) and
-// it enters the queue (queue.go), pausing the source when full (pause.go).
+// A message's life, step 1: the source hands it over (deliverFunc), it
+// gets an item (pooled: the end of this file) and enters the queue
+// (queue.go), pausing the source when full (pause.go).
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 )
 
 // deliverFunc is handed to Source.Run.
@@ -69,4 +72,39 @@ func (e *Engine) refuse(m *Message) {
 	for _, h := range e.hooks.settled {
 		h.OnSettled(m, SettledNak)
 	}
+}
+
+// getItem is the message's item, from the pool.
+func (e *Engine) getItem(m *Message) *item {
+	it, _ := e.itemPool.Get().(*item)
+	if it == nil {
+		it = new(item)
+	}
+	it.m = m
+	it.lease, _ = m.Acker.(Lease)
+	return it
+}
+
+// item is the engine's record of one message it holds. Items are pooled:
+// the engine allocates nothing per message on its fast path.
+type item struct {
+	m        *Message
+	lease    Lease     // m.Acker, when its source can take it back
+	claimed  bool      // lease claimed for the attempt under way
+	enq      time.Time // when the source handed it over
+	first    time.Time // first attempt (zero before it)
+	admitted time.Time // latest admission
+	due      time.Time // retry: not before this
+	seq      uint64    // FIFO tie-break in the delay queue
+	key      string
+	settled  atomic.Bool
+	hasKey   bool   // key holds the ordering key (OrderKey)
+	held     bool   // counted in Engine.inflight
+	suspect  bool   // held by the open breaker once
+	seen     uint64 // breaker successes when it was held
+	base     int    // attempts that no longer count (made before a hold)
+	size     int64  // payload bytes, counted against QueueBytes while queued
+
+	// wait is the latest admission's wait (kept only with a HookDeliver).
+	wait time.Duration
 }

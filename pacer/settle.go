@@ -1,6 +1,8 @@
 package pacer
 
-// A message's life, last step: settled with its source exactly once.
+// A message's life, last step: settled with its source exactly once; then
+// its lease, key, slot and item are released (the end of this file). On
+// stop, what is still held is handed back (handBack).
 
 import (
 	"context"
@@ -117,4 +119,46 @@ func (e *Engine) refuseLast(m *Message) bool {
 		h.OnSettled(m, SettledTerm)
 	}
 	return true
+}
+
+// unclaim ends claimGroup's claim on it, if it holds one.
+func (it *item) unclaim() {
+	if it.claimed {
+		it.claimed = false
+		it.lease.Release()
+	}
+}
+
+func (e *Engine) putItem(it *item) {
+	*it = item{}
+	e.itemPool.Put(it)
+}
+
+// releaseSlot frees a slot and wakes a courier waiting for one.
+func (e *Engine) releaseSlot() {
+	e.slots.used.Add(-1)
+	if e.slots.waiters.Load() > 0 {
+		e.wakeOne()
+	}
+}
+
+// releaseKey frees it's key, handing it to the next parked message.
+func (e *Engine) releaseKey(it *item) {
+	e.keys.mu.Lock()
+	q, ok := e.keys.parked[it.key]
+	if !ok {
+		e.keys.mu.Unlock()
+		return
+	}
+	if len(q) == 0 {
+		delete(e.keys.parked, it.key)
+		e.keys.mu.Unlock()
+		return
+	}
+	nx := q[0]
+	q[0] = nil
+	e.keys.parked[it.key] = q[1:]
+	nx.key, nx.hasKey = it.key, true
+	e.keys.mu.Unlock()
+	e.delayed.push(nx, time.Time{})
 }

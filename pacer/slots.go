@@ -148,14 +148,6 @@ func (e *Engine) acquireSlot() bool {
 	}
 }
 
-// releaseSlot frees a slot and wakes a courier waiting for one.
-func (e *Engine) releaseSlot() {
-	e.slots.used.Add(-1)
-	if e.slots.waiters.Load() > 0 {
-		e.wakeOne()
-	}
-}
-
 // giveBack undoes next's bookkeeping for a courier that leaves its wait
 // without a message: an unused slot, or its place among slot waiters.
 func (e *Engine) giveBack(slot bool) {
@@ -204,25 +196,4 @@ func (e *Engine) claimKey(it *item) bool {
 	it.hasKey = true
 	e.keys.parked[it.key] = nil
 	return true
-}
-
-// releaseKey frees it's key, handing it to the next parked message.
-func (e *Engine) releaseKey(it *item) {
-	e.keys.mu.Lock()
-	q, ok := e.keys.parked[it.key]
-	if !ok {
-		e.keys.mu.Unlock()
-		return
-	}
-	if len(q) == 0 {
-		delete(e.keys.parked, it.key)
-		e.keys.mu.Unlock()
-		return
-	}
-	nx := q[0]
-	q[0] = nil
-	e.keys.parked[it.key] = q[1:]
-	nx.key, nx.hasKey = it.key, true
-	e.keys.mu.Unlock()
-	e.delayed.push(nx, time.Time{})
 }

@@ -147,7 +147,7 @@ type limitFinder struct {
 	afterClean bool // the current streak of throttles followed a clean cruise
 	passes     int  // probes passed in a row
 
-	share *lfShare // the group's board (nil: this worker learns alone; see limitshare.go)
+	share *lfShare // the group's board (nil: this worker learns alone; see board.go)
 
 	// firstBurst is what the downstream accepted before its first
 	// throttle, when that came within lfMinActive of the start: an upper
