@@ -38,19 +38,8 @@ type stateful interface {
 }
 
 // restoreFrom lowers the bucket stage to what the saved state allows at now
-// (it never raises it: see algorithms.DualRate.Restore):
-//
-//   - no saved state (first start, or a state that cannot be read): the
-//     bucket starts empty, as if the previous worker had just spent its
-//     burst; it fills at the rate from now on.
-//   - a clean stop: the saved tokens plus the refill since the stop, and the
-//     saved next peak departure.
-//   - a crash (a periodic save): the dead worker may have spent everything
-//     up to Until, so the bucket is empty at min(Until, now) and refills
-//     from there; the next departure is no earlier than one batch's peak
-//     interval after that.
-//
-// It returns what it did, for the log.
+// (state.Restore; it never raises it: see algorithms.DualRate.Restore). It
+// returns what it did, for the log.
 func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
 	e.sh.mu.Lock()
 	defer e.sh.mu.Unlock()
@@ -62,27 +51,12 @@ func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
 	if !can {
 		return "bucket cannot be restored"
 	}
-	switch {
-	case !ok || s.Bucket == nil:
-		lim.Restore(now, algorithms.DualRateState{At: now})
-		return "no saved state: starting with an empty bucket"
-	case s.Clean:
-		lim.Restore(now, e.clampFuture(now, *s.Bucket))
-		return "restored the state of a clean stop"
-	default:
-		dead := s.Until
-		if now.Before(dead) {
-			dead = now
-		}
-		st := algorithms.DualRateState{At: dead, Next: s.Bucket.Next}
-		if gap := e.peakGap(); gap > 0 {
-			if nx := dead.Add(gap); nx.After(st.Next) {
-				st.Next = nx
-			}
-		}
-		lim.Restore(now, e.clampFuture(now, st))
-		return "restored after a crash: empty bucket from when the previous worker may have stopped"
+	st, what, clamped := state.Restore(now, s, ok, e.cfg.Rate, e.peakGap())
+	if clamped != nil {
+		e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(clamped, "now", now)...)
 	}
+	lim.Restore(now, st)
+	return what
 }
 
 // peakGap is one batch's peak interval (0 without a peak).
@@ -92,38 +66,6 @@ func (e *Engine) peakGap() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(e.cfg.BatchSize) * float64(p.Per) / float64(p.Count))
-}
-
-// clampFuture bounds a saved state that only a clock stepped back (NTP, a
-// restored VM snapshot) or a corrupt save can produce, to what the
-// configuration allows at now: at most one burst of debt (the bucket empty
-// at now, never below) and one peak interval (the next departure no later
-// than now plus one batch's peak interval). Without the clamp a next
-// departure saved an hour ahead stalled delivery for that hour, and tokens
-// of -1e12 for decades, while the worker reported ready; and since the
-// stalled shaper is what the next save records, a restart kept the stall.
-// A clamp is logged at WARN with the saved and the clamped values; the
-// clamped state is what the shaper holds, so it is what is saved next.
-func (e *Engine) clampFuture(now time.Time, s algorithms.DualRateState) algorithms.DualRateState {
-	out := s
-	var why []any
-	if r := e.cfg.Rate; r != (algorithms.Rate{}) && r.Count > 0 && r.Per > 0 {
-		elapsed := max(0, now.Sub(s.At))
-		if x := s.Tokens + float64(elapsed)*float64(r.Count)/float64(r.Per); x < 0 {
-			out.At, out.Tokens = now, 0
-			why = append(why, "saved_tokens", s.Tokens, "saved_at", s.At, "tokens_now", x, "clamped_tokens", 0.0)
-		}
-	}
-	if gap := e.peakGap(); gap > 0 && !s.Next.IsZero() {
-		if lim := now.Add(gap); s.Next.After(lim) {
-			out.Next = lim
-			why = append(why, "saved_next", s.Next, "ahead_by", s.Next.Sub(now).String(), "clamped_next", lim)
-		}
-	}
-	if why != nil {
-		e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(why, "now", now)...)
-	}
-	return out
 }
 
 // snapshot is the bucket stage's state at now (nil when unlimited).
