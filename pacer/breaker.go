@@ -58,6 +58,12 @@ func (e *Engine) permanentFailure(it *item, err error, now time.Time) bool {
 			why = "a systemic failure class"
 		}
 		e.pause.set(PauseBroken)
+		if !b.IsOpen() {
+			// A delivery closed it between the trip and the pause (and
+			// cleared a pause not yet set): the source must not stay
+			// paused by a breaker that is closed.
+			e.pause.clear(PauseBroken)
+		}
 		e.log.Error("pacer: the pipeline is failing, not the messages: pausing the source and holding messages instead of dead-lettering them; probing one delivery at a time until one succeeds",
 			"class", t.Class, "trigger", why, "failures", t.Count, "cause", t.Cause, "first_probe", t.NextProbe.Sub(now).String())
 	}
