@@ -1,7 +1,8 @@
 package pacer
 
 // The delay queue: retries waiting out their backoff and messages freed
-// by their key, taken by couriers before the queue (slots.go).
+// by their key, taken by couriers before the queue (slots.go), and the
+// suspects the open breaker holds (breaker.go).
 
 import (
 	"container/heap"
@@ -103,3 +104,72 @@ func (q *delayQueue) drain() []*item {
 }
 
 func (q *delayQueue) len() int { return int(q.n.Load()) }
+
+// dueNow makes every waiting message (with held, only those the breaker
+// held) due at now, and wakes the couriers: the operator's word that the
+// downstream is fine again goes for retries already scheduled. It returns
+// how many were brought forward.
+func (q *delayQueue) dueNow(now time.Time, held bool) int {
+	q.mu.Lock()
+	n := 0
+	for _, it := range q.h {
+		if (it.suspect || !held) && it.due.After(now) {
+			it.due = now
+			n++
+		}
+	}
+	if n > 0 {
+		heap.Init(&q.h)
+	}
+	q.mu.Unlock()
+	for range min(n, cap(q.wake)) {
+		q.signal()
+	}
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+// takeSuspect removes and returns the oldest parked suspect (nil: none).
+func (q *delayQueue) takeSuspect() *item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k := -1
+	for i, it := range q.h {
+		if it.suspect && (k < 0 || it.seq < q.h[k].seq) {
+			k = i
+		}
+	}
+	if k < 0 {
+		return nil
+	}
+	it := heap.Remove(&q.h, k).(*item)
+	q.n.Add(-1)
+	return it
+}
+
+// unparkSuspect brings the oldest parked suspect forward to at, to be the
+// next probe when nothing newer is left.
+func (q *delayQueue) unparkSuspect(at time.Time) {
+	q.mu.Lock()
+	k := -1
+	for i, it := range q.h {
+		if it.suspect && it.due.After(at) && (k < 0 || it.seq < q.h[k].seq) {
+			k = i
+		}
+	}
+	if k >= 0 {
+		q.h[k].due = at
+		heap.Fix(&q.h, k)
+	}
+	q.mu.Unlock()
+	if k >= 0 {
+		q.signal()
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}
