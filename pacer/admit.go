@@ -1,7 +1,7 @@
 package pacer
 
-// A message's life, step 3: admission through the Retry-After gate (the
-// end of this file) and the shaper (shaper.go, shape_*.go).
+// A message's life, step 3: admission through the Retry-After gate (kept
+// by the limit controller, pacer/limit) and the shaper (shaper.go, shape_*.go).
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // admit waits until the Retry-After gate has passed, a sending turn is
-// free under the latency signal's in-flight cap (queueing.go), and the
+// free under the latency signal's in-flight cap (limit/queueing.go), and the
 // shaper grants the whole batch at once. While the gate holds or the
 // shaper refuses, the source is paused. It returns false when ctx is done;
 // when it returns true the caller holds a sending turn and gives it back
@@ -22,17 +22,17 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 			e.doneSending()
 		}
 	}()
-	// A worker asks the shaper at once; only when it must wait does it take
-	// the turn (admitSem), so one worker at a time sleeps on the shaper and
+	// A courier asks the shaper at once; only when it must wait does it take
+	// the turn (turns.admit), so one courier at a time sleeps on the shaper and
 	// a freed permit is not raced for by a herd of sleepers.
 	turn := false
 	defer func() {
 		if turn {
-			<-e.admitSem
+			<-e.turns.admit
 		}
 	}()
 	for {
-		if g := e.ctrl.gateUntil(); g != 0 {
+		if g := e.ctrl.GateUntil(); g != 0 {
 			now := e.clock.Now()
 			if now.UnixNano() < g {
 				e.pause.set(PauseRetryAfter)
@@ -54,7 +54,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 			}
 			holding = true
 		}
-		if e.unlimited.Load() {
+		if e.sh.unlimited.Load() {
 			e.admitted(grp, time.Time{}, time.Time{})
 			return true
 		}
@@ -62,7 +62,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		if asked.IsZero() {
 			asked = now
 		}
-		if u := e.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
+		if u := e.sh.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
 			// The last save that landed promised nothing admitted after
 			// u; the next one, late (a slow fsync), wakes us.
 			e.pause.set(PauseShaper)
@@ -79,7 +79,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 		if !turn {
 			select {
-			case e.admitSem <- struct{}{}:
+			case e.turns.admit <- struct{}{}:
 			case <-ctx.Done():
 				return false
 			}
@@ -97,7 +97,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 		e.pause.set(PauseShaper)
 		if wait <= 0 {
-			wait = time.Duration(e.globalRetry.Load())
+			wait = time.Duration(e.sh.globalRetry.Load())
 		}
 		if !e.sleepOrWake(ctx, sl, wait) {
 			return false
@@ -111,7 +111,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 // peak's spacing, or the bucket is too small to hold what accrues) and the
 // clock is a spinner, it waits precisely: for a deadline within the
 // clock's floor it yields and re-reads the clock until the deadline (at
-// most the floor, one worker at a time: the caller holds admitSem); for a
+// most the floor, one courier at a time: the caller holds turns.admit); for a
 // later one it sleeps until the floor before the deadline, and admit asks
 // the shaper again. Otherwise it sleeps on the timer, however late that
 // fires.
@@ -128,7 +128,7 @@ func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time,
 	}
 	for deadline := now.Add(d); e.clock.Now().Before(deadline); {
 		select {
-		case <-e.shapeWake:
+		case <-e.turns.shapeWake:
 			return true
 		case <-ctx.Done():
 			return false
@@ -146,7 +146,7 @@ func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) 
 	select {
 	case <-sl.arm(d):
 		return true
-	case <-e.shapeWake:
+	case <-e.turns.shapeWake:
 		return true
 	case <-ctx.Done():
 		return false
@@ -155,7 +155,7 @@ func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) 
 
 func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	e.stats.admitted.Add(uint64(len(grp)))
-	if len(e.hooks.admitted) == 0 && !e.timeEnq && len(e.hooks.deliver) == 0 {
+	if len(e.hooks.admitted) == 0 && !e.timing.enqueue && len(e.hooks.deliver) == 0 {
 		return
 	}
 	if now.IsZero() {
@@ -171,7 +171,7 @@ func (e *Engine) admitted(grp []*item, now, asked time.Time) {
 	}
 }
 
-// sendingPoll is how often a worker waiting for a sending turn looks again
+// sendingPoll is how often a courier waiting for a sending turn looks again
 // when no answer woke it.
 const sendingPoll = 20 * time.Millisecond
 
@@ -179,88 +179,21 @@ const sendingPoll = 20 * time.Millisecond
 // else only under it. It reports whether it did.
 func (e *Engine) takeSending() bool {
 	for {
-		n := e.sending.Load()
-		if c := e.ctrl.concCap.Load(); c > 0 && n >= c {
+		n := e.stats.sending.Load()
+		if c := e.ctrl.ConcurrencyCap(); c > 0 && n >= c {
 			return false
 		}
-		if e.sending.CompareAndSwap(n, n+1) {
+		if e.stats.sending.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
-// doneSending gives a sending turn back and, under a cap, wakes a worker
+// doneSending gives a sending turn back and, under a cap, wakes a courier
 // waiting for one.
 func (e *Engine) doneSending() {
-	e.sending.Add(-1)
-	if e.ctrl.concCap.Load() > 0 {
+	e.stats.sending.Add(-1)
+	if e.ctrl.ConcurrencyCap() > 0 {
 		e.wakeShaper()
 	}
-}
-
-// The Retry-After gate: no admission, on any path, before the time the
-// downstream named (Retry-After, or a spent rate-limit window). Its state
-// is the controller's (adaptive.go), which raises it from each delivery's
-// feedback; admit waits on it, ClearPause lifts it.
-
-// gateUntil returns the Retry-After gate (zero: none).
-func (c *controller) gateUntil() int64 { return c.gate.Load() }
-
-// longPause is the pause length from which a downstream-imposed pause is
-// logged at WARN with its cause and end.
-const longPause = 30 * time.Second
-
-// raiseGate stops every admission until now+d because of cause (a header
-// and its value). d is capped at maxPause, with a WARN naming the cause; a
-// pause of longPause or more is logged with its end. It returns the gate's
-// end.
-func (c *controller) raiseGate(now time.Time, d time.Duration, cause string) time.Time {
-	if d <= 0 {
-		return time.Time{}
-	}
-	if c.maxPause > 0 && d > c.maxPause {
-		if c.warn != nil {
-			c.warn("pacer: downstream asked for a pause longer than retry.max_pause; capped", "cause", cause, "asked", d.String(), "max_pause", c.maxPause.String())
-		}
-		d = c.maxPause
-	}
-	until := now.Add(d)
-	u := until.UnixNano()
-	for {
-		g := c.gate.Load()
-		if g >= u {
-			return time.Unix(0, g)
-		}
-		if c.gate.CompareAndSwap(g, u) {
-			break
-		}
-	}
-	c.gateMu.Lock()
-	c.gateCause = cause
-	c.gateMu.Unlock()
-	if d >= longPause && c.warn != nil {
-		c.warn("pacer: downstream paused every delivery", "cause", cause, "until", until.UTC().Format(time.RFC3339), "for", d.String())
-	}
-	return until
-}
-
-// clearGate lifts the gate (SIGHUP, the admin API); it reports whether one
-// was in force at now.
-func (c *controller) clearGate(now time.Time) bool {
-	g := c.gate.Swap(0)
-	return g > now.UnixNano()
-}
-
-func (c *controller) pauseCause() string {
-	c.gateMu.Lock()
-	defer c.gateMu.Unlock()
-	return c.gateCause
-}
-
-// capWait caps a downstream-imposed wait at maxPause.
-func (c *controller) capWait(d time.Duration) time.Duration {
-	if c.maxPause > 0 && d > c.maxPause {
-		return c.maxPause
-	}
-	return d
 }

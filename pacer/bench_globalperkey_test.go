@@ -14,7 +14,7 @@ import (
 // itself: BenchmarkEngineShaped's setup, with and without a GlobalPerKey
 // stage backed by an in-memory algorithms.Keyed (100 keys, never waiting),
 // so the figure is the stage's bookkeeping, not Redis (see
-// algorithms/redis for the Redis limiter's own cost). One op = one message.
+// algorithms/redislimit for the Redis limiter's own cost). One op = one message.
 func BenchmarkEngineGlobalPerKey(b *testing.B) {
 	for _, perKey := range []bool{false, true} {
 		b.Run(fmt.Sprintf("inflight=16/global_per_key=%v", perKey), func(b *testing.B) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 // brokerSource is a pacer.Source that behaves like a broker towards the
@@ -22,7 +23,7 @@ import (
 // message published so far and any published later is final, after
 // Close. It honours Pause.
 type brokerSource struct {
-	gate   pacer.PauseGate
+	gate   sourcekit.PauseGate
 	ch     chan *pacer.Message
 	closed atomic.Bool
 

@@ -82,7 +82,7 @@ func (s *claimSink) Deliver(_ context.Context, msgs []*pacer.Message, results []
 	return pacer.Feedback{}
 }
 
-// TestClaimSpansTheAttempt: a source's Claimer is claimed right before the
+// TestClaimSpansTheAttempt: a source's Lease is claimed right before the
 // sink and released only after the attempt's outcome is settled (the Ack
 // comes first), once per attempt, retries included; a refused Claim (the
 // source is giving the message up) is Nak'ed and never delivered. This is

@@ -21,7 +21,7 @@ import (
 // would cost throughput for good (the peak's spacing; a bucket too small
 // for the lateness): Go's timers fire no sooner than ~1 ms on Linux, so it
 // sleeps until 1.5 ms before the admission is due, then yields and
-// re-reads Now until it is (one worker at a time, at most 1.5 ms per
+// re-reads Now until it is (one courier at a time, at most 1.5 ms per
 // admission; never while idle). A custom Clock is waited on with its
 // timers only.
 type Clock interface {
@@ -71,7 +71,7 @@ func (SystemClock) yield() { runtime.Gosched() }
 // Now until the deadline instead of arming a timer; for a longer one it
 // sleeps on a timer until the floor before the deadline, then does the
 // same. The engine does so only for an admission whose late wake-up would
-// cost throughput the shaper cannot make up (admit.go), one worker at a
+// cost throughput the shaper cannot make up (admit.go), one courier at a
 // time, so an idle engine, or one whose bucket absorbs late wake-ups, never
 // spins.
 type spinner interface {

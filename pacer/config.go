@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Ordering says which messages may be delivered concurrently.
@@ -43,10 +44,10 @@ func ParseOrdering(s string) (Ordering, error) {
 // (any negative value) turns the limit off. Shaping.MaxWait: None never
 // borrows; RetryConfig.MaxAttempts: None retries forever;
 // RetryConfig.MaxTime: None has no limit (as its zero default);
-// sources/kafka.Config.CommitAfter: None never commits early;
-// sources/nats.Config.MaxDeliver: None is unlimited (as its default). The
+// sources/kafkasource.Config.CommitAfter: None never commits early;
+// sources/natssource.Config.MaxDeliver: None is unlimited (as its default). The
 // YAML configuration spells it `none` and holds it as the same value
-// (internal/config.None). The algorithms package's configs hold literal
+// (internal/app/config.None). The algorithms package's configs hold literal
 // bounds instead: its MaxWait of 0 never borrows.
 const None = -1
 
@@ -97,7 +98,7 @@ type Shaping struct {
 	// (or GlobalRetry when the hint is 0) and pauses the source meanwhile.
 	Global algorithms.Limiter
 	// GlobalPerKey, if non-nil, is a per-key limit shared with other
-	// workers (algorithms/redis.Limiter: one bucket per message key across
+	// workers (algorithms/redislimit.Limiter: one bucket per message key across
 	// all workers). It runs last, after Global, keyed like PerKey (KeyOf,
 	// else the message key; no key shares the empty key's budget). Like Global, it
 	// must not block; a refusal is re-asked after its hint or GlobalRetry.
@@ -109,10 +110,10 @@ type Shaping struct {
 	// API key): the group's accepted rate is the evidence, the group has
 	// one learned limit and one probe at a time, and the learned rate is
 	// applied to Global (which must be an algorithms.RateLimiter-like
-	// limiter with SetRate and SetBurst, as algorithms/redis.Limiter is)
+	// limiter with SetRate and SetBurst, as algorithms/redislimit.Limiter is)
 	// and to this worker's bucket. So N workers together converge to the
 	// API's limit, however the backlog is spread among them.
-	// algorithms/redis.Limiter is a LimitBoard next to its budget;
+	// algorithms/redislimit.Limiter is a LimitBoard next to its budget;
 	// algorithms.LocalLimitBoard serves engines in one process. Needs
 	// Global, GlobalRate, Rate and Adaptive.Mode auto (or pid).
 	LimitBoard algorithms.LimitBoard
@@ -156,33 +157,21 @@ type RetryConfig struct {
 	Seed uint64
 }
 
-// AdaptiveMode selects the adaptive rate controller.
-type AdaptiveMode uint8
+// AdaptiveMode selects the adaptive rate controller (limit.Mode).
+type AdaptiveMode = limit.Mode
 
+// The adaptive modes (see limit.Mode).
 const (
-	// AdaptiveOff keeps the configured rate (Retry-After and rate-limit
-	// headers are still honoured).
-	AdaptiveOff AdaptiveMode = iota
-	// AdaptiveAIMD: multiplicative decrease on throttling feedback,
-	// additive increase after each clean interval.
-	AdaptiveAIMD
-	// AdaptivePID: Spark's PIDRateEstimator, driven by delivery latency and
-	// queue delay once per interval. It was designed for a processing
-	// rate, not for 429s: prefer AdaptiveAuto in front of a rate-limited
-	// API.
-	AdaptivePID
-	// AdaptiveAuto finds and holds the downstream's real limit: it spends
-	// the budget rate-limit headers advertise, else learns the limit from
-	// the rate accepted before a throttle and probes up briefly and rarely
-	// (see limitFinder). The configured rate is the ceiling. The pacer
-	// binary's default.
-	AdaptiveAuto
+	AdaptiveOff  = limit.Off
+	AdaptiveAIMD = limit.AIMD
+	AdaptivePID  = limit.PID
+	AdaptiveAuto = limit.Auto
 )
 
 // DefaultMaxPause is RetryConfig.MaxPause's default.
 const DefaultMaxPause = 5 * time.Minute
 
-// Defaults for the zero values of Config. pacer's worker (internal/config)
+// Defaults for the zero values of Config. pacer's worker (internal/app/config)
 // starts from the same constants, so the library and the worker agree.
 const (
 	DefaultQueueSize     = 1000
@@ -195,18 +184,6 @@ const (
 	DefaultRetryMax      = 30 * time.Second
 	DefaultMaxAttempts   = 10
 )
-
-func (m AdaptiveMode) String() string {
-	switch m {
-	case AdaptiveAIMD:
-		return "aimd"
-	case AdaptivePID:
-		return "pid"
-	case AdaptiveAuto:
-		return "auto"
-	}
-	return "off"
-}
 
 // ParseAdaptiveMode parses "off" (or ""), "auto", "aimd" and "pid".
 func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
@@ -223,26 +200,8 @@ func ParseAdaptiveMode(s string) (AdaptiveMode, error) {
 	return 0, fmt.Errorf("%w: adaptive mode %q (want auto, off, aimd or pid)", ErrInvalidConfig, s)
 }
 
-// AdaptiveConfig configures the adaptive rate controller. It moves the token
-// bucket's rate between Floor and the configured Rate; it needs a Rate.
-type AdaptiveConfig struct {
-	Mode AdaptiveMode
-	// Floor is the lowest rate; 0: 1% of the configured rate (at least 1/min).
-	Floor algorithms.Rate
-	// Interval is the AIMD increase interval and the PID update interval; 0: 1s.
-	Interval time.Duration
-	// Decrease multiplies the rate on throttling (AIMD); 0: 0.5.
-	Decrease float64
-	// Increase is added (events/s) after each clean interval (AIMD);
-	// 0: 5% of the configured rate.
-	Increase float64
-	// PID gains; zero values take Spark's defaults kp 1.0, ki 0.2, kd 0.0
-	// (set NoDefaults to use zeros literally).
-	Kp, Ki, Kd float64
-	NoDefaults bool
-	// IgnoreRateLimitHeaders disables pacing to RateLimit-Remaining/Reset.
-	IgnoreRateLimitHeaders bool
-}
+// AdaptiveConfig configures the adaptive rate controller (limit.Config).
+type AdaptiveConfig = limit.Config
 
 // Config configures an Engine. Source and Sink are required; everything else
 // has a documented default. Config values are copied by New.
@@ -387,7 +346,7 @@ func (c *Config) setDefaults() {
 	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
 		a.Kp, a.Ki = 1.0, 0.2
 	}
-	c.Breaker.setDefaults()
+	c.Breaker.SetDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -481,8 +440,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
 		}
 	}
-	if err := c.Breaker.validate(); err != nil {
-		return err
+	if err := c.Breaker.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return c.Shaping.validate(c.BatchSize)
 }

@@ -18,7 +18,7 @@ func (e *Engine) deadLetter(it *item, reason error) {
 	if e.cfg.DeadLetter == nil {
 		err = ErrNoDeadLetter
 	} else {
-		ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+		ctx, cancel := context.WithTimeout(e.life.settleCtx, e.cfg.SettleTimeout)
 		for _, h := range e.hooks.dlStart {
 			ctx = h.BeforeDeadLetter(ctx, m, reason)
 		}
@@ -61,12 +61,12 @@ func (e *Engine) keepRetryingLast(m *Message, reason, err error) error {
 	defer sl.stop()
 	for {
 		select {
-		case <-e.stopping:
+		case <-e.life.stopping:
 			e.log.Error("pacer: stopping with a message on its last broker delivery whose dead-letter write keeps failing: the broker will discard it", "id", m.ID, "err", err)
 			return err
 		case <-sl.arm(e.cfg.DeadLetterRetry):
 		}
-		ctx, cancel := context.WithTimeout(e.settleCtx, e.cfg.SettleTimeout)
+		ctx, cancel := context.WithTimeout(e.life.settleCtx, e.cfg.SettleTimeout)
 		err = e.cfg.DeadLetter.DeadLetter(ctx, m, reason)
 		cancel()
 		if err == nil {

@@ -1,7 +1,8 @@
 package pacer
 
 // The delay queue: retries waiting out their backoff and messages freed
-// by their key, taken by workers before the queue (slots.go).
+// by their key, taken by couriers before the queue (slots.go), and the
+// suspects the open breaker holds (breaker.go).
 
 import (
 	"container/heap"
@@ -19,7 +20,7 @@ type delayQueue struct {
 	seq  uint64
 	n    atomic.Int32
 	wake chan struct{} // something was pushed (buffered: a token per waiter)
-	kick chan struct{} // cap 1: wakes the worker owning the retry timer
+	kick chan struct{} // cap 1: wakes the courier owning the retry timer
 }
 
 type itemHeap []*item
@@ -47,7 +48,7 @@ func (h *itemHeap) Pop() any {
 }
 
 // push queues it, due at due. An item waiting for another attempt holds
-// no claim (Claimer): push ends the one it still holds first.
+// no claim (Lease): push ends the one it still holds first.
 func (q *delayQueue) push(it *item, due time.Time) {
 	it.unclaim()
 	q.mu.Lock()
@@ -64,7 +65,7 @@ func (q *delayQueue) push(it *item, due time.Time) {
 	}
 }
 
-// signal wakes one worker waiting in next.
+// signal wakes one courier waiting in next.
 func (q *delayQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
@@ -103,3 +104,72 @@ func (q *delayQueue) drain() []*item {
 }
 
 func (q *delayQueue) len() int { return int(q.n.Load()) }
+
+// dueNow makes every waiting message (with held, only those the breaker
+// held) due at now, and wakes the couriers: the operator's word that the
+// downstream is fine again goes for retries already scheduled. It returns
+// how many were brought forward.
+func (q *delayQueue) dueNow(now time.Time, held bool) int {
+	q.mu.Lock()
+	n := 0
+	for _, it := range q.h {
+		if (it.suspect || !held) && it.due.After(now) {
+			it.due = now
+			n++
+		}
+	}
+	if n > 0 {
+		heap.Init(&q.h)
+	}
+	q.mu.Unlock()
+	for range min(n, cap(q.wake)) {
+		q.signal()
+	}
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+	return n
+}
+
+// takeSuspect removes and returns the oldest parked suspect (nil: none).
+func (q *delayQueue) takeSuspect() *item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k := -1
+	for i, it := range q.h {
+		if it.suspect && (k < 0 || it.seq < q.h[k].seq) {
+			k = i
+		}
+	}
+	if k < 0 {
+		return nil
+	}
+	it := heap.Remove(&q.h, k).(*item)
+	q.n.Add(-1)
+	return it
+}
+
+// unparkSuspect brings the oldest parked suspect forward to at, to be the
+// next probe when nothing newer is left.
+func (q *delayQueue) unparkSuspect(at time.Time) {
+	q.mu.Lock()
+	k := -1
+	for i, it := range q.h {
+		if it.suspect && it.due.After(at) && (k < 0 || it.seq < q.h[k].seq) {
+			k = i
+		}
+	}
+	if k >= 0 {
+		q.h[k].due = at
+		heap.Fix(&q.h, k)
+	}
+	q.mu.Unlock()
+	if k >= 0 {
+		q.signal()
+		select {
+		case q.kick <- struct{}{}:
+		default:
+		}
+	}
+}

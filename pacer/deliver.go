@@ -5,13 +5,15 @@ package pacer
 
 import (
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, probe bool) {
 	// The clock is read only when something uses the times: the adaptive
 	// controller, the delivery hooks or MaxTime. Unthrottled and unobserved,
 	// a message costs no clock read at all.
-	timed := e.adaptive || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
+	timed := e.timing.delivery || len(e.hooks.delivered) > 0 || e.cfg.Retry.MaxTime > 0
 	var start time.Time
 	if timed {
 		start = e.clock.Now()
@@ -24,7 +26,7 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		msgs = append(msgs, it.m)
 		results[i] = Result{}
 	}
-	ctx := e.deliverCtx
+	ctx := e.life.deliverCtx
 	for _, h := range e.hooks.deliver {
 		ctx = h.BeforeDeliver(ctx, msgs, items[0].wait)
 	}
@@ -52,11 +54,11 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 			ra = max(ra, results[i].RetryAfter)
 		}
 	}
-	if timed || ra > 0 || fb.RateLimit != nil || e.ctrl.capped.Load() {
+	if timed || ra > 0 || fb.RateLimit != nil || e.ctrl.Capped() {
 		if end.IsZero() {
 			end = e.clock.Now()
 		}
-		e.ctrl.observe(end, fb, fb.Throttled, ra, nd, lat, qd)
+		e.ctrl.Observe(end, limit.Answer{Feedback: fb, Throttled: fb.Throttled, RetryAfter: ra, Delivered: nd, Latency: lat, QueueDelay: qd})
 	}
 	for _, h := range e.hooks.delivered {
 		h.OnDelivered(nd, nr, nj, lat, fb)

@@ -11,17 +11,20 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/breaker"
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Engine moves messages from a Source through the shaper to a Sink.
 //
 // Flow, one file per step: Source -> intake.go (the bounded queue) ->
-// MaxInFlight workers (worker.go), each taking a slot and a message
-// (slots.go, ordering.go), admitting it (admit.go: the Retry-After gate,
-// then the shaper's stages, atomically), delivering it to the Sink
-// (deliver.go), deciding its outcome (outcome.go: ack, retry through
-// delayqueue.go, or deadletter.go) and settling it with its Acker
-// (settle.go). ARCHITECTURE.md follows one message through them.
+// MaxInFlight couriers (courier.go), each taking a slot and a message
+// (slots.go), admitting it (admit.go: the Retry-After gate that
+// pacer/limit keeps, then the shaper's stages, atomically), delivering it
+// to the Sink (deliver.go, its answer observed by pacer/limit), deciding
+// its outcome (outcome.go: ack, retry through delayqueue.go, or
+// deadletter.go) and settling it with its Acker (settle.go).
+// ARCHITECTURE.md follows one message through them.
 //
 // Create it with New, run it once with Run; Status, SetRate and Reload are
 // safe to call from any goroutine at any time.
@@ -36,71 +39,82 @@ import (
 type Engine struct {
 	cfg   Config
 	clock Clock
-	spin  spinner   // clock, when it can wait precisely (nil: timers only)
-	born  time.Time // when New built the stages: start-up's warm-up runs from here
+	spin  spinner // clock, when it can wait precisely (nil: timers only)
 	log   *slog.Logger
 	hooks hookSet
 
 	sh      shaper
-	ctrl    *controller
+	ctrl    *limit.Controller
 	back    *backoff
 	delayed delayQueue
 	pause   pauser
-	brk     *breaker // nil: Breaker.Disabled
+	brk     *breaker.Breaker // nil: Breaker.Disabled
 	flog    failureLog
 
-	crew        crew          // the workers, started as work appears
-	fifo        *fifoQueue    // the queue, first in first out (nil with fair)
-	fair        *fairQueue    // Fairness or Priority: the queue in fair order
-	fairBytes   atomic.Int64  // with fair and QueueBytes: payload bytes queued
-	slotFreed   chan struct{} // a slot was freed (buffered: one token per waiter)
-	slotWaiters atomic.Int32  // workers waiting for a slot
-	slotsUsed   atomic.Int64  // held messages + slots reserved by waiting workers
-	inflight    atomic.Int64  // taken from the queue, not yet settled
-	sending     atomic.Int64  // admitted (or holding a sending turn), not yet answered
-	pending     atomic.Int64  // handed over by the source, not yet settled
-	slots       int64
-	// Turns are channels, not mutexes: a worker waits for its turn while
-	// another sleeps on the shaper, and channel waits are what
-	// testing/synctest (and ctx) can see.
-	admitSem   chan struct{} // one worker at a time waits on the shaper
-	probeSem   chan struct{} // one probe delivery at a time while the breaker is open
-	takeSem    chan struct{} // one worker at a time forms a batch
-	finished   chan struct{}
-	timerOwner atomic.Bool   // a waiting worker holds the next-retry timer
+	crew   crew      // the couriers, started as work appears
+	queue  waitQueue // FIFO, or in fair order with Fairness or Priority
+	slots  slotBook
+	turns  turns
+	keys   keyBook // OrderKey: busy keys and their parked items
+	life   lifecycle
+	timing timing
+
+	itemPool sync.Pool
+	stats    counters
+}
+
+// slotBook bounds what the couriers hold beyond the queue (slots.go).
+type slotBook struct {
+	max     int64         // MaxInFlight*BatchSize
+	freed   chan struct{} // a slot was freed (buffered: one token per waiter)
+	waiters atomic.Int32  // couriers waiting for a slot
+	used    atomic.Int64  // held messages + slots reserved by waiting couriers
+}
+
+// turns serialise the couriers where it matters. Turns are channels, not
+// mutexes: a courier waits for its turn while another sleeps on the
+// shaper, and channel waits are what testing/synctest (and ctx) can see.
+type turns struct {
+	admit      chan struct{} // one courier at a time waits on the shaper
+	probe      chan struct{} // one probe delivery at a time while the breaker is open
+	take       chan struct{} // one courier at a time forms a batch
 	shapeWake  chan struct{} // cap 1: rate, burst or gate changed; wakes the shaper's sleeper
+	timerOwner atomic.Bool   // a waiting courier holds the next-retry timer
+}
+
+// keyBook is OrderKey's busy keys and the items parked behind them.
+type keyBook struct {
+	mu     sync.Mutex
+	parked map[string][]*item // nil: no OrderKey
+}
+
+// lifecycle is Run's state: started once, running, stopping, stopped.
+type lifecycle struct {
+	started    atomic.Bool
+	state      atomic.Int32
+	stopping   chan struct{}
+	stopOnce   sync.Once
+	srcDone    atomic.Bool   // a finite source returned
+	finished   chan struct{} // closed once the source is done and nothing is held
 	finishOnce sync.Once
-
-	keyMu sync.Mutex
-	keys  map[string][]*item // OrderKey: busy keys and their parked items
-
-	started   atomic.Bool
-	state     atomic.Int32
-	stopping  chan struct{}
-	stopOnce  sync.Once
-	srcDone   atomic.Bool
-	unlimited atomic.Bool
-	// stateUntil is the Until of the last periodic state save that landed
-	// (UnixNano; 0: no bound): nothing is admitted at or after it, so a
-	// restart after a kill never credits tokens the dead worker spent.
-	stateUntil atomic.Int64
 	settleCtx  context.Context
 	deliverCtx context.Context
+}
 
-	timeEnq  bool // record when each message was consumed (PID queue delay)
-	adaptive bool // AIMD or PID: time every delivery
-	// shareErr is the last failure to reach Shaping.LimitBoard ("": none).
-	shareErr atomicString
-	// globalRetry is Shaping.GlobalRetry, readable without the shaper lock.
-	globalRetry atomic.Int64
-	itemPool    sync.Pool
-	stats       counters
+// timing says what the engine timestamps per message.
+type timing struct {
+	enqueue  bool // record when each message was consumed (PID queue delay)
+	delivery bool // AIMD or PID: time every delivery
 }
 
 type counters struct {
-	consumed, admitted, delivered, retried, rejected     atomic.Uint64
-	deadLettered, deadLetterFailed, acked, termed, naked atomic.Uint64
-	held                                                 atomic.Uint64
+	consumed, admitted, delivered, retried, rejected      atomic.Uint64
+	deadLettered, deadLetterFailed, acked, termed, nacked atomic.Uint64
+	held                                                  atomic.Uint64
+
+	inflight atomic.Int64 // taken from the queue, not yet settled
+	sending  atomic.Int64 // admitted (or holding a sending turn), not yet answered
+	pending  atomic.Int64 // handed over by the source, not yet settled
 }
 
 const (
@@ -118,76 +132,91 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg.Quotas = append([]algorithms.Limiter(nil), cfg.Quotas...)
 	e := &Engine{
-		cfg:       cfg,
-		clock:     cfg.Clock,
-		log:       cfg.Logger,
-		back:      newBackoff(cfg.Retry),
-		slotFreed: make(chan struct{}, cfg.MaxInFlight),
-		finished:  make(chan struct{}),
-		admitSem:  make(chan struct{}, 1),
-		takeSem:   make(chan struct{}, 1),
-		probeSem:  make(chan struct{}, 1),
-		shapeWake: make(chan struct{}, 1),
-		slots:     int64(cfg.MaxInFlight * cfg.BatchSize),
-		stopping:  make(chan struct{}),
-		settleCtx: context.Background(),
+		cfg:   cfg,
+		clock: cfg.Clock,
+		log:   cfg.Logger,
+		back:  newBackoff(cfg.Retry),
+		slots: slotBook{max: int64(cfg.MaxInFlight * cfg.BatchSize), freed: make(chan struct{}, cfg.MaxInFlight)},
+		turns: turns{
+			admit:     make(chan struct{}, 1),
+			take:      make(chan struct{}, 1),
+			probe:     make(chan struct{}, 1),
+			shapeWake: make(chan struct{}, 1),
+		},
 	}
-	if cfg.Fairness != nil || cfg.Priority != nil {
-		f, err := newFairQueue(&e.cfg)
-		if err != nil {
-			return nil, err
-		}
-		e.fair = f
-	} else {
-		e.fifo = newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
+	e.life.finished = make(chan struct{})
+	e.life.stopping = make(chan struct{})
+	e.life.settleCtx = context.Background()
+	q, err := newWaitQueue(&e.cfg, e.life.stopping, e.log)
+	if err != nil {
+		return nil, err
 	}
+	e.queue = q
 	e.spin, _ = cfg.Clock.(spinner)
 	e.crew.max = int64(cfg.MaxInFlight)
 	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
 	e.delayed.kick = make(chan struct{}, 1)
 	if cfg.Ordering == OrderKey {
-		e.keys = make(map[string][]*item)
+		e.keys.parked = make(map[string][]*item)
 	}
 	now := e.clock.Now()
-	e.born = now
+	e.sh.born = now
 	stages, bucket, err := buildStages(&e.cfg.Shaping, now)
 	if err != nil {
 		return nil, err
 	}
 	e.wireLanes(stages)
 	e.sh.stages, e.sh.bucket = stages, bucket
-	e.unlimited.Store(len(stages) == 0)
+	e.sh.unlimited.Store(len(stages) == 0)
 	rate := cfg.Rate
 	if bucket != nil {
 		rate = bucket.rate
 	}
-	e.ctrl = newController(cfg.Adaptive, rate, cfg.Burst, cfg.BatchSize, cfg.MaxInFlight, maxPause(cfg.Retry), now, e.groupOf(&cfg.Shaping))
-	e.ctrl.apply = e.applyRate
-	e.ctrl.applyBurst = e.applyBurst
-	e.ctrl.warn = e.log.Warn
-	e.ctrl.info = e.log.Info
-	e.ctrl.sendingNow = func() int { return int(e.sending.Load()) }
+	e.ctrl = limit.New(cfg.Adaptive, limit.Params{
+		Rate:        rate,
+		Burst:       cfg.Burst,
+		Batch:       cfg.BatchSize,
+		MaxInFlight: cfg.MaxInFlight,
+		MaxPause:    maxPause(cfg.Retry),
+		Group:       e.groupOf(&cfg.Shaping),
+		Bucket:      bucketDial{e},
+		Log:         e.log,
+		Sending:     func() int { return int(e.stats.sending.Load()) },
+	}, now)
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
-	e.timeEnq = cfg.Adaptive.Mode == AdaptivePID
-	e.adaptive = cfg.Adaptive.Mode != AdaptiveOff
-	e.globalRetry.Store(int64(cfg.GlobalRetry))
+	e.timing.enqueue = cfg.Adaptive.Mode == AdaptivePID
+	e.timing.delivery = cfg.Adaptive.Mode != AdaptiveOff
+	e.sh.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
 	if !cfg.Breaker.Disabled {
-		e.brk = newBreaker(cfg.Breaker, int64(cfg.QueueSize)+e.slots)
+		e.brk = breaker.New(cfg.Breaker, int64(cfg.QueueSize)+e.slots.max)
 	}
 	e.pause.hooks = e.hooks.paused
 	return e, nil
 }
 
-// applyRate sets the bucket's sustained rate (events/s); called by the
-// controller with its lock held.
-func (e *Engine) applyRate(now time.Time, to float64, cause string) {
-	e.applyRateExact(now, algorithms.PerSecond(to), cause)
+// bucketDial is the token bucket as the controller moves it.
+type bucketDial struct{ e *Engine }
+
+func (b bucketDial) SetRate(now time.Time, r algorithms.Rate, cause string) {
+	b.e.applyRateExact(now, r, cause)
 }
 
-// applyRateExact is applyRate for a Rate as given (SetRate, Reload), so 2
-// per 3s stays 2 per 3s instead of becoming 666,667 per 1e6 s through a
-// float; controller lock held.
+func (b bucketDial) SetBurst(now time.Time, burst int) { b.e.applyBurst(now, burst) }
+
+// groupOf is the group a Shaping's LimitBoard makes this worker part of
+// (zero: none, or a Global whose rate cannot change).
+func (e *Engine) groupOf(s *Shaping) limit.Group {
+	g, ok := s.Global.(rateSettable)
+	if s.LimitBoard == nil || !ok {
+		return limit.Group{}
+	}
+	return limit.NewGroup(g, s.GlobalRate, e.log)
+}
+
+// applyRateExact sets the bucket's sustained rate to r as given (SetRate,
+// Reload: 2 per 3s stays 2 per 3s instead of becoming 666,667 per 1e6 s
+// through a float); controller lock held.
 func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) {
 	to := r.PerSecond()
 	e.sh.mu.Lock()
@@ -237,10 +266,10 @@ func (e *Engine) applyBurst(now time.Time, to int) {
 	e.wakeShaper()
 }
 
-// wakeShaper wakes the worker sleeping on the shaper or the gate, if any.
+// wakeShaper wakes the courier sleeping on the shaper or the gate, if any.
 func (e *Engine) wakeShaper() {
 	select {
-	case e.shapeWake <- struct{}{}:
+	case e.turns.shapeWake <- struct{}{}:
 	default:
 	}
 }
@@ -263,11 +292,11 @@ func maxPause(r RetryConfig) time.Duration {
 // and the admin API call it. Safe from any goroutine.
 func (e *Engine) ClearPause() bool {
 	now := e.clock.Now()
-	was := e.ctrl.clearGate(now)
+	was := e.ctrl.ClearGate(now)
 	if was {
 		e.pause.clear(PauseRetryAfter)
 		n := e.delayed.dueNow(now, false) // retries the pause delayed go now too
-		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.pauseCause(), "retries_due_now", n)
+		e.log.Warn("pacer: downstream pause cleared by the operator", "cause", e.ctrl.PauseCause(), "retries_due_now", n)
 		e.wakeShaper()
 	}
 	return was
@@ -281,28 +310,17 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 		return fmt.Errorf("%w: SetRate: %w", ErrInvalidConfig, err)
 	}
 	now := e.clock.Now()
-	e.ctrl.mu.Lock()
-	defer e.ctrl.mu.Unlock()
-	e.sh.mu.Lock()
-	noBucket := e.sh.bucket == nil
-	peak := e.cfg.Peak
-	e.sh.mu.Unlock()
-	if noBucket || e.cfg.Rate == (algorithms.Rate{}) {
-		return fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
-	}
-	if peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
-		return fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
-	}
-	e.ctrl.setCeiling(r, now)
-	e.applyRateExact(now, r, "set-rate")
-	// The limit finder starts again from the new ceiling: so does the burst.
-	e.sh.mu.Lock()
-	bb := e.sh.bucket.burst
-	e.sh.mu.Unlock()
-	if bb != e.ctrl.burst {
-		e.applyBurst(now, e.ctrl.burst)
-	}
-	return nil
+	return e.ctrl.SetCeiling(now, r, func() (int, error) {
+		e.sh.mu.Lock()
+		defer e.sh.mu.Unlock()
+		if e.sh.bucket == nil || e.cfg.Rate == (algorithms.Rate{}) {
+			return 0, fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
+		}
+		if peak := e.cfg.Peak; peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
+			return 0, fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
+		}
+		return e.sh.bucket.burst, nil
+	})
 }
 
 // Reload replaces the shaping settings at runtime (SIGHUP). Stages whose
@@ -318,90 +336,85 @@ func (e *Engine) Reload(s Shaping) error {
 		return err
 	}
 	now := e.clock.Now()
-	e.ctrl.mu.Lock()
-	defer e.ctrl.mu.Unlock()
-	e.sh.mu.Lock()
-	old := e.cfg.Shaping
-	var keep []stage
-	var bucket *bucketStage
-	var warm *warmUpStage
-	sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
-	for _, st := range e.sh.stages {
-		switch x := st.(type) {
-		case *keyedStage:
-			if !x.global && s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
-				keep = append(keep, x)
+	err := e.ctrl.Reload(now, func() (limit.Reshape, error) {
+		e.sh.mu.Lock()
+		old := e.cfg.Shaping
+		var keep []stage
+		var bucket *bucketStage
+		var warm *warmUpStage
+		sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
+		for _, st := range e.sh.stages {
+			switch x := st.(type) {
+			case *keyedStage:
+				if !x.global && s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
+					keep = append(keep, x)
+				}
+			case *bucketStage:
+				if sameBucket {
+					bucket = x
+				}
+			case *warmUpStage:
+				warm = x
 			}
-		case *bucketStage:
-			if sameBucket {
-				bucket = x
-			}
-		case *warmUpStage:
-			warm = x
 		}
-	}
-	// A changed warm-up starts cold only while start-up lasts (the new
-	// warm-up's length since New): after it, a reload brings no cold start.
-	startUpOver := !now.Before(e.born.Add(s.WarmUp))
-	nb := s
-	nb.StartEmpty = true
-	stages, newBucket, err := buildStages(&nb, now)
-	if err != nil {
+		// A changed warm-up starts cold only while start-up lasts (the new
+		// warm-up's length since New): after it, a reload brings no cold start.
+		startUpOver := !now.Before(e.sh.born.Add(s.WarmUp))
+		nb := s
+		nb.StartEmpty = true
+		stages, newBucket, err := buildStages(&nb, now)
+		if err != nil {
+			e.sh.mu.Unlock()
+			return limit.Reshape{}, err
+		}
+		for i, st := range stages {
+			switch x := st.(type) {
+			case *keyedStage:
+				if !x.global && len(keep) > 0 {
+					keep[0].(*keyedStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
+					stages[i] = keep[0]
+				}
+			case *bucketStage:
+				if bucket != nil {
+					stages[i] = bucket
+					newBucket = bucket
+				}
+			case *warmUpStage:
+				switch {
+				case warm != nil && sameWarmUp(&old, &s):
+					stages[i] = warm
+				case startUpOver && !s.WarmUpAfterIdle:
+					stages[i] = nil
+				}
+			}
+		}
+		stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
+		e.wireLanes(stages)
+		e.sh.stages, e.sh.bucket = stages, newBucket
+		e.sh.unlimited.Store(len(stages) == 0)
+		e.cfg.Shaping = s
+		e.sh.globalRetry.Store(int64(s.GlobalRetry))
 		e.sh.mu.Unlock()
+		// What the controller learned depends on the configured rate (its
+		// ceiling) and the group it shares a limit with: a reload that keeps
+		// them keeps the learned limit (a SIGHUP with an unchanged file used to
+		// send the rate back to the ceiling, and the API answered 429s).
+		r := limit.Reshape{Rate: s.Rate, Burst: s.Burst, Group: e.groupOf(&s), HasBucket: newBucket != nil}
+		if newBucket != nil {
+			r.BucketRate, r.BucketBurst = newBucket.rate.PerSecond(), newBucket.burst
+			r.KeepLearned = s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
+				s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
+		}
+		return r, nil
+	})
+	if err != nil {
 		return err
-	}
-	for i, st := range stages {
-		switch x := st.(type) {
-		case *keyedStage:
-			if !x.global && len(keep) > 0 {
-				keep[0].(*keyedStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
-				stages[i] = keep[0]
-			}
-		case *bucketStage:
-			if bucket != nil {
-				stages[i] = bucket
-				newBucket = bucket
-			}
-		case *warmUpStage:
-			switch {
-			case warm != nil && sameWarmUp(&old, &s):
-				stages[i] = warm
-			case startUpOver && !s.WarmUpAfterIdle:
-				stages[i] = nil
-			}
-		}
-	}
-	stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
-	e.wireLanes(stages)
-	e.sh.stages, e.sh.bucket = stages, newBucket
-	e.unlimited.Store(len(stages) == 0)
-	e.cfg.Shaping = s
-	e.globalRetry.Store(int64(s.GlobalRetry))
-	e.sh.mu.Unlock()
-	// What the controller learned depends on the configured rate (its
-	// ceiling) and the group it shares a limit with: a reload that keeps
-	// them keeps the learned limit (a SIGHUP with an unchanged file used to
-	// send the rate back to the ceiling, and the API answered 429s).
-	keepLearned := newBucket != nil && s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
-		s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
-	e.ctrl.burst = s.Burst
-	e.ctrl.group = e.groupOf(&s) // the next setCeiling builds the finder for it
-	if keepLearned {
-		e.ctrl.keepLearned(now, newBucket.rate.PerSecond(), newBucket.burst)
-	} else if newBucket != nil && s.Rate != (algorithms.Rate{}) {
-		e.ctrl.setCeiling(s.Rate, now)
-		e.applyRateExact(now, s.Rate, "reload")
-		if newBucket.burst != s.Burst {
-			e.applyBurst(now, s.Burst)
-		}
-	} else {
-		e.ctrl.setCeiling(algorithms.Rate{}, now)
 	}
 	e.log.Info("pacer: shaping reloaded", "rate", s.Rate.String(), "burst", s.Burst, "peak", s.Peak.String())
 	return nil
 }
 
-func (e *Engine) isStopping() bool { return e.state.Load() >= stateStopping }
+func (e *Engine) isStopping() bool { return e.life.state.Load() >= stateStopping }
 
 // Run consumes until ctx is done or the source returns.
 //
@@ -414,28 +427,28 @@ func (e *Engine) isStopping() bool { return e.state.Load() >= stateStopping }
 // nil; when it returns an error, Run stops as above and returns it.
 // Run may be called once.
 func (e *Engine) Run(ctx context.Context) error {
-	if !e.started.CompareAndSwap(false, true) {
+	if !e.life.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
-	e.state.Store(stateRunning)
+	e.life.state.Store(stateRunning)
 	base := context.WithoutCancel(ctx)
 	srcCtx, srcCancel := context.WithCancel(base)
 	defer srcCancel()
 	deliverCtx, deliverCancel := context.WithCancel(base)
 	defer deliverCancel()
-	e.deliverCtx = deliverCtx
-	e.settleCtx = base
+	e.life.deliverCtx = deliverCtx
+	e.life.settleCtx = base
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
-	stopShare := e.startShare(base)
+	stopShare := e.ctrl.StartSharing(base, e.cfg.Shaping.LimitBoard, e.clock.Now, func(d time.Duration, tick func()) func() { return every(e.clock, d, tick) })
 	e.warmSink(ctx) // connections ready before the first admission
 
 	e.crew.start(e, loopCtx)
-	workersDone := make(chan struct{})
+	couriersDone := make(chan struct{})
 	go func() {
 		e.crew.wg.Wait()
-		close(workersDone)
+		close(couriersDone)
 	}()
 	if hb, ok := e.cfg.Source.(HoldBounded); ok {
 		hb.HoldBound(e.cfg.QueueSize + e.cfg.MaxInFlight)
@@ -453,10 +466,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		srcReturned = true
 		if srcErr == nil {
 			// Finite source: finish everything it handed over.
-			e.srcDone.Store(true)
+			e.life.srcDone.Store(true)
 			e.finishIfDrained()
 			select {
-			case <-workersDone:
+			case <-couriersDone:
 			case <-ctx.Done():
 			}
 		}
@@ -464,22 +477,22 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	// Stop: no more pulling, no more taking; in-flight deliveries get
 	// DrainTimeout, then their context is cancelled.
-	e.state.Store(stateStopping)
-	e.stopOnce.Do(func() { close(e.stopping) })
+	e.life.state.Store(stateStopping)
+	e.life.stopOnce.Do(func() { close(e.life.stopping) })
 	e.pause.set(PauseStopping)
 	e.crew.stop()
 	srcCancel()
 	loopCancel()
 	sl := newSleeper(e.clock)
 	select {
-	case <-workersDone:
+	case <-couriersDone:
 	case <-sl.arm(e.cfg.DrainTimeout):
-		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.inflight.Load())
+		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.stats.inflight.Load())
 		deliverCancel()
-		<-workersDone
+		<-couriersDone
 	}
 	sl.stop()
-	stopState() // the workers are done: nothing more is admitted
+	stopState() // the couriers are done: nothing more is admitted
 	stopShare() // and the board has every count
 	if !srcReturned {
 		srcErr = <-srcErrc
@@ -494,13 +507,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		now := e.clock.Now()
 		dr := e.delayed.drain()
-		e.keyMu.Lock()
+		e.keys.mu.Lock()
 		var parked []*item
-		for k, q := range e.keys {
+		for k, q := range e.keys.parked {
 			parked = append(parked, q...)
-			e.keys[k] = nil
+			e.keys.parked[k] = nil
 		}
-		e.keyMu.Unlock()
+		e.keys.mu.Unlock()
 		if len(dr) == 0 && len(parked) == 0 {
 			break
 		}
@@ -512,18 +525,32 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	e.flushDeadLetterLog()
-	e.state.Store(stateStopped)
+	e.life.state.Store(stateStopped)
 	if srcErr != nil && srcErr != context.Canceled && srcErr != context.DeadlineExceeded {
 		return fmt.Errorf("pacer: source: %w", srcErr)
 	}
 	return nil
 }
 
-// wakeOne wakes a worker blocked in next (if the token buffer is full,
+// wakeOne wakes a courier blocked in next (if the token buffer is full,
 // enough wake-ups are already pending).
 func (e *Engine) wakeOne() {
 	select {
-	case e.slotFreed <- struct{}{}:
+	case e.slots.freed <- struct{}{}:
 	default:
+	}
+}
+
+// warmSink lets a Warmer sink open its connections before the first
+// admission.
+func (e *Engine) warmSink(ctx context.Context) {
+	w, ok := e.cfg.Sink.(Warmer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, WarmTimeout)
+	defer cancel()
+	if err := w.Warm(ctx); err != nil {
+		e.log.Warn("pacer: sink warm-up failed; delivering with connections opened on demand", "err", err)
 	}
 }

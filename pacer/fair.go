@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -98,18 +99,18 @@ func (p *Priority) validate() error {
 	return nil
 }
 
-// fairQueue replaces the FIFO channel between the source and the workers
+// fairQueue replaces the FIFO channel between the source and the couriers
 // when Fairness or Priority is set: deliver pushes into an
 // algorithms.FairQueue (bounded by QueueSize, and per key and lane by
-// MaxShare) and the workers pop from it in fair order. A push leaves a
-// wake-up token for a waiting worker (avail holds up to MaxInFlight, and a
-// worker pops before it waits, so no wake-up is lost); a pop wakes the
+// MaxShare) and the couriers pop from it in fair order. A push leaves a
+// wake-up token for a waiting courier (avail holds up to MaxInFlight, and a
+// courier pops before it waits, so no wake-up is lost); a pop wakes the
 // deliveries waiting for room.
 type fairQueue struct {
 	mu      sync.Mutex
 	q       *algorithms.FairQueue[*item]
 	waiting roomWaiters   // deliveries waiting for room, woken on a pop
-	avail   chan struct{} // wake-up tokens for workers
+	avail   chan struct{} // wake-up tokens for couriers
 	n       atomic.Int64  // q.Len(), readable without the lock
 	blocked atomic.Uint64 // deliveries that waited for their key's share
 
@@ -119,7 +120,16 @@ type fairQueue struct {
 	nDefer   atomic.Uint64  // messages deferred
 
 	fns atomic.Pointer[fairFns] // replaced whole by a reload
+
+	// nbytes is the payload bytes handed over and not yet popped (counted
+	// only with QueueBytes): the bound pauses the source but does not
+	// block put.
+	nbytes   atomic.Int64
+	stopping <-chan struct{}
+	log      *slog.Logger
 }
+
+var _ waitQueue = (*fairQueue)(nil)
 
 // fairFns is how messages are sorted: by key and by lane.
 type fairFns struct {
@@ -130,9 +140,9 @@ type fairFns struct {
 
 func (f *fairQueue) keyOf(m *Message) []byte { return f.fns.Load().keyOf(m) }
 
-func newFairQueue(cfg *Config) (*fairQueue, error) {
+func newFairQueue(cfg *Config, stopping <-chan struct{}, log *slog.Logger) (*fairQueue, error) {
 	fns, fc := fairSettings(cfg)
-	f := &fairQueue{avail: make(chan struct{}, cfg.MaxInFlight)}
+	f := &fairQueue{avail: make(chan struct{}, cfg.MaxInFlight), stopping: stopping, log: log}
 	if fr := cfg.Fairness; fr != nil && fr.Defer != nil {
 		f.deferFn, f.deferred, f.out = fr.Defer, fr.Deferred, map[string]int{}
 		if f.deferred == nil {
@@ -202,10 +212,11 @@ func (f *fairQueue) lane(m *Message) int {
 // changed): turning fairness and priority on or off, and the number of
 // lanes. Fairness.Defer and Deferred stay those the engine started with.
 func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
-	if (f == nil && p == nil) != (e.fair == nil) {
+	fq, fair := e.queue.(*fairQueue)
+	if (f == nil && p == nil) == fair {
 		return fmt.Errorf("%w: turning fairness or priority on or off needs a restart", ErrInvalidConfig)
 	}
-	if e.fair == nil {
+	if !fair {
 		return nil
 	}
 	if (p == nil) != (e.cfg.Priority == nil) || p != nil && p.Lanes != e.cfg.Priority.Lanes {
@@ -226,30 +237,69 @@ func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
 	e.sh.mu.Unlock()
 	cfg.Fairness, cfg.Priority = f, p
 	fns, fc := fairSettings(&cfg)
-	e.fair.mu.Lock()
-	err := e.fair.q.Reconfigure(fc)
+	fq.mu.Lock()
+	err := fq.q.Reconfigure(fc)
 	if err == nil {
-		e.fair.fns.Store(fns)
+		fq.fns.Store(fns)
 	}
-	e.fair.mu.Unlock()
+	fq.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	// Room may have grown (a larger share): wake the deliveries waiting.
-	e.fair.mu.Lock()
-	e.fair.waiting.wakeAll()
-	e.fair.mu.Unlock()
+	fq.mu.Lock()
+	fq.waiting.wakeAll()
+	fq.mu.Unlock()
 	return nil
 }
 
-// errDefer is put's answer when the message is to be deferred (Defer).
-var errDefer = errors.New("pacer: defer")
+// errDefer is putOrDefer's answer when the message is to be deferred
+// (Defer); errDeferred is put's once Defer took it.
+var (
+	errDefer    = errors.New("pacer: defer")
+	errDeferred = errors.New("pacer: deferred")
+)
 
-// put queues it, waiting while the queue is full or its key holds its
+// put queues it in fair order, waiting for room; a message of a key at its
+// share goes to Fairness.Defer when set (errDeferred once the broker
+// stored it; if that fails, it waits for its share).
+func (f *fairQueue) put(ctx context.Context, it *item) error {
+	size := it.size
+	f.nbytes.Add(size)
+	m := it.m
+	err := f.putOrDefer(ctx, it, true)
+	if err == errDefer {
+		derr := f.deferFn(ctx, m)
+		if derr == nil {
+			f.nDefer.Add(1)
+			f.nbytes.Add(-size)
+			return errDeferred
+		}
+		f.undefer(m)
+		f.log.Warn("pacer: deferring a message of a key at its share failed; it waits for its share", "id", m.ID, "err", derr)
+		err = f.putOrDefer(ctx, it, false)
+	}
+	if err != nil {
+		f.nbytes.Add(-size)
+	}
+	return err
+}
+
+func (f *fairQueue) ready() chan struct{} { return f.avail }
+func (f *fairQueue) len() int             { return int(f.n.Load()) }
+func (f *fairQueue) bytes() int64         { return f.nbytes.Load() }
+
+func (f *fairQueue) blockedPuts() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting.len()
+}
+
+// putOrDefer queues it, waiting while the queue is full or its key holds its
 // share. It returns ErrStopping or ctx's error when those end the wait, and
 // errDefer (counting the key's message as out) when the message goes to
 // the overflow instead: its key is at its share, or has messages out.
-func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item, mayDefer bool) error {
+func (f *fairQueue) putOrDefer(ctx context.Context, it *item, mayDefer bool) error {
 	key, lane := f.keyOf(it.m), f.lane(it.m)
 	back := f.deferFn != nil && f.deferred(it.m)
 	mayDefer = mayDefer && f.deferFn != nil && !back
@@ -287,30 +337,10 @@ func (f *fairQueue) put(ctx context.Context, stopping <-chan struct{}, it *item,
 			counted = true
 			f.blocked.Add(1)
 		}
-		if err := f.waiting.wait(ctx, &f.mu, stopping); err != nil {
+		if err := f.waiting.wait(ctx, &f.mu, f.stopping); err != nil {
 			return err
 		}
 	}
-}
-
-// deliverFair is deliverFunc's second half with fairness: it queues it in
-// fair order (waiting for room) and pauses the source at the high watermark.
-func (e *Engine) deliverFair(ctx context.Context, it *item) error {
-	m := it.m
-	err := e.fair.put(ctx, e.stopping, it, true)
-	if err == errDefer {
-		derr := e.fair.deferFn(ctx, m)
-		if derr == nil {
-			e.fair.nDefer.Add(1)
-			e.stats.consumed.Add(1)
-			e.settle(it, SettledDeferred, 0, "")
-			return nil
-		}
-		e.fair.undefer(m)
-		e.log.Warn("pacer: deferring a message of a key at its share failed; it waits for its share", "id", m.ID, "err", derr)
-		err = e.fair.put(ctx, e.stopping, it, false)
-	}
-	return e.tookOrRefused(it, m, err)
 }
 
 // undefer forgets one deferred message of m's key (its republish failed).
@@ -335,15 +365,7 @@ func (f *fairQueue) pop() *item {
 		return nil
 	}
 	f.n.Add(-1)
+	f.nbytes.Add(-it.size)
 	f.waiting.wakeAll()
 	return it
-}
-
-// queued is the number of messages waiting between the source and the
-// workers.
-func (e *Engine) queued() int {
-	if e.fair != nil {
-		return int(e.fair.n.Load())
-	}
-	return int(e.fifo.n.Load())
 }

@@ -43,7 +43,7 @@ func (r *laneRecorder) CancelLane(_ time.Time, lane, n int) {
 }
 
 // TestPriorityGlobalLanes: with Priority set, a Global limiter that knows
-// lanes (algorithms/redis with Lanes) is asked with each message's lane, so
+// lanes (algorithms/redislimit with Lanes) is asked with each message's lane, so
 // workers of different lanes share the budget with the same preference.
 func TestPriorityGlobalLanes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

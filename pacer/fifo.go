@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// fifoQueue is the queue between the source and the workers when no
+// fifoQueue is the queue between the source and the couriers when no
 // fairness is configured: first in, first out, bounded by QueueSize
 // messages and, with QueueBytes, by their payload bytes.
 //
@@ -19,7 +19,7 @@ import (
 // put blocks while the queue is full: QueueSize messages, or QueueBytes
 // bytes (so it holds at most QueueBytes plus one message, and a message
 // larger than QueueBytes still passes). Workers wait on avail: a token per put (up to MaxInFlight
-// pending), and a worker that pops while more remain passes a token on, so
+// pending), and a courier that pops while more remain passes a token on, so
 // a put is never missed.
 type fifoQueue struct {
 	mu       sync.Mutex
@@ -29,17 +29,20 @@ type fifoQueue struct {
 	maxBytes int64 // 0: no byte bound
 	waiting  roomWaiters
 
-	avail chan struct{}
-	n     atomic.Int64 // messages held, readable without the lock
-	bytes atomic.Int64 // their payload bytes
+	avail    chan struct{}
+	n        atomic.Int64 // messages held, readable without the lock
+	nbytes   atomic.Int64 // their payload bytes
+	stopping <-chan struct{}
 }
+
+var _ waitQueue = (*fifoQueue)(nil)
 
 // fifoMinCap is the ring's first allocation and the size below which it
 // never shrinks.
 const fifoMinCap = 16
 
-func newFIFO(maxN int, maxBytes int64, workers int) *fifoQueue {
-	return &fifoQueue{maxN: maxN, maxBytes: maxBytes, avail: make(chan struct{}, max(workers, 1))}
+func newFIFO(maxN int, maxBytes int64, couriers int) *fifoQueue {
+	return &fifoQueue{maxN: maxN, maxBytes: maxBytes, avail: make(chan struct{}, max(couriers, 1))}
 }
 
 // full reports whether a put must wait: the queue holds maxN messages, or
@@ -50,12 +53,24 @@ func (q *fifoQueue) full() bool {
 	if n >= q.maxN {
 		return true
 	}
-	return q.maxBytes > 0 && q.bytes.Load() >= q.maxBytes
+	return q.maxBytes > 0 && q.nbytes.Load() >= q.maxBytes
 }
 
-// put appends it, waiting while the queue is full; it gives up with
+func (q *fifoQueue) put(ctx context.Context, it *item) error { return q.putUntil(ctx, q.stopping, it) }
+
+func (q *fifoQueue) ready() chan struct{} { return q.avail }
+func (q *fifoQueue) len() int             { return int(q.n.Load()) }
+func (q *fifoQueue) bytes() int64         { return q.nbytes.Load() }
+
+func (q *fifoQueue) blockedPuts() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting.len()
+}
+
+// putUntil appends it, waiting while the queue is full; it gives up with
 // ErrStopping when stopping closes, or ctx's error.
-func (q *fifoQueue) put(ctx context.Context, stopping <-chan struct{}, it *item) error {
+func (q *fifoQueue) putUntil(ctx context.Context, stopping <-chan struct{}, it *item) error {
 	for {
 		q.mu.Lock()
 		if !q.full() {
@@ -77,7 +92,7 @@ func (q *fifoQueue) pushLocked(it *item) {
 	}
 	q.buf[(q.head+n)%len(q.buf)] = it
 	q.n.Add(1)
-	q.bytes.Add(it.size)
+	q.nbytes.Add(it.size)
 }
 
 // resize moves the ring into a new buffer of c slots (c >= n).
@@ -90,11 +105,11 @@ func (q *fifoQueue) resize(c int) {
 	q.buf, q.head = nb, 0
 }
 
-// signal wakes one worker waiting for a message.
+// signal wakes one courier waiting for a message.
 func (q *fifoQueue) signal() {
 	select {
 	case q.avail <- struct{}{}:
-	default: // as many wake-ups as workers are pending already
+	default: // as many wake-ups as couriers are pending already
 	}
 }
 
@@ -115,7 +130,7 @@ func (q *fifoQueue) pop() *item {
 	q.head = (q.head + 1) % len(q.buf)
 	n--
 	q.n.Store(int64(n))
-	q.bytes.Add(-it.size)
+	q.nbytes.Add(-it.size)
 	switch {
 	case n == 0 && len(q.buf) > fifoMinCap:
 		q.buf, q.head = nil, 0

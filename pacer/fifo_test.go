@@ -18,7 +18,7 @@ func TestFIFOGrowsAndShrinks(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := range 1000 {
-		if err := q.put(ctx, nil, &item{seq: uint64(i), size: 1}); err != nil {
+		if err := q.putUntil(ctx, nil, &item{seq: uint64(i), size: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,8 +36,8 @@ func TestFIFOGrowsAndShrinks(t *testing.T) {
 			}
 		}
 	}
-	if q.pop() != nil || q.capacity() > fifoMinCap || q.bytes.Load() != 0 {
-		t.Errorf("drained: capacity %d bytes %d, want <= %d and 0", q.capacity(), q.bytes.Load(), fifoMinCap)
+	if q.pop() != nil || q.capacity() > fifoMinCap || q.nbytes.Load() != 0 {
+		t.Errorf("drained: capacity %d bytes %d, want <= %d and 0", q.capacity(), q.nbytes.Load(), fifoMinCap)
 	}
 }
 
@@ -48,12 +48,12 @@ func TestFIFOByteBound(t *testing.T) {
 	q := newFIFO(100, 1000, 1)
 	ctx := context.Background()
 	for range 2 { // 600 < 1000: the second passes; 1200 >= 1000: full
-		if err := q.put(ctx, nil, &item{size: 600}); err != nil {
+		if err := q.putUntil(ctx, nil, &item{size: 600}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	third := make(chan error, 1)
-	go func() { third <- q.put(ctx, nil, &item{size: 600}) }()
+	go func() { third <- q.putUntil(ctx, nil, &item{size: 600}) }()
 	testkit.Eventually(t, 10*time.Second, "the third put waits for room", func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()
@@ -68,17 +68,44 @@ func TestFIFOByteBound(t *testing.T) {
 	if err := <-third; err != nil {
 		t.Fatal(err)
 	}
-	if got := q.bytes.Load(); got != 1200 {
+	if got := q.nbytes.Load(); got != 1200 {
 		t.Errorf("bytes = %d, want 1200", got)
 	}
 	q.pop()
 	q.pop()
-	if err := q.put(ctx, nil, &item{size: 5000}); err != nil {
+	if err := q.putUntil(ctx, nil, &item{size: 5000}); err != nil {
 		t.Errorf("a message larger than the bound, queue empty: %v", err)
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if err := q.put(ctx, stop, &item{size: 1}); !errors.Is(err, ErrStopping) {
+	if err := q.putUntil(ctx, stop, &item{size: 1}); !errors.Is(err, ErrStopping) {
 		t.Errorf("put while full and stopping = %v, want ErrStopping", err)
+	}
+}
+
+// A message the fair queue hands to Fairness.Defer leaves no bytes counted
+// against QueueBytes (before the queue counted its own bytes, a deferred
+// message's stayed counted for good).
+func TestFairDeferredBytesNotCounted(t *testing.T) {
+	deferred := 0
+	cfg := Config{QueueSize: 2, MaxInFlight: 1, Fairness: &Fairness{
+		Defer: func(context.Context, *Message) error { deferred++; return nil },
+	}}
+	q, err := newFairQueue(&cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := q.put(ctx, &item{m: &Message{Key: []byte("k")}, size: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.put(ctx, &item{m: &Message{Key: []byte("k")}, size: 50}); err != errDeferred {
+		t.Fatalf("second message of a key at its share: %v, want errDeferred", err)
+	}
+	if deferred != 1 || q.bytes() != 100 || q.len() != 1 {
+		t.Errorf("deferred %d, bytes %d, len %d; want 1, 100 (the queued one only), 1", deferred, q.bytes(), q.len())
+	}
+	if it := q.pop(); it == nil || q.bytes() != 0 {
+		t.Errorf("popped %v, bytes %d after; want the first and 0", it, q.bytes())
 	}
 }

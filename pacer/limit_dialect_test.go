@@ -9,7 +9,7 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 )
 
-// The dialects real APIs speak (internal/testapi), 50/s in fixed windows
+// The dialects real APIs speak (internal/app/testapi), 50/s in fixed windows
 // aligned to wall-clock seconds, met at three phases of the second:
 // configured 100/s (burst 50, peak 200/s), 1,500 messages on the fake
 // clock. Targets for the header dialects: >= 49/s sustained after 10 s

@@ -19,7 +19,7 @@ import (
 )
 
 // The downstream-limit scenarios: the real engine and the real HTTP sink in
-// front of internal/testapi (served in process, no network) on the fake
+// front of internal/app/testapi (served in process, no network) on the fake
 // clock of testing/synctest. The worker is configured at 100/s, burst 50,
 // peak 200/s, as a user who sets the rate too high would; the API's real
 // limit is lower. Figures are taken at the API from its arrival records.

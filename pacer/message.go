@@ -63,37 +63,6 @@ type Acker interface {
 	Term(ctx context.Context, reason string) error
 }
 
-// Revocable is optionally implemented by an Acker whose source can take a
-// message back before its fate is final: Revoked reports that the source
-// has given the message up and will hand it over again, here or to another
-// worker (a Kafka partition revoked in a rebalance: its next owner reads
-// it again from the committed offset, and an Ack here would be ignored).
-// The engine then Naks it instead of admitting and delivering it, so a
-// rebalance does not spend the rate budget on messages that come back
-// anyway. Revoked must be cheap and safe for concurrent use.
-type Revocable interface {
-	Revoked() bool
-}
-
-// Claimer is optionally implemented by a Revocable acker whose source
-// must not give a message up while a delivery of it is under way (a Kafka
-// partition is committed and handed to another member in a rebalance: a
-// delivery that finished after that would be repeated by the next owner).
-// It closes the race between the engine's last Revoked check and the sink.
-//
-// The engine calls Claim right before it hands the message to the sink:
-// false means the source has revoked it (the engine Naks it, as for
-// Revoked); true means the source holds the message's claim until the
-// engine calls Release, once the attempt's outcome is settled (Ack, Term,
-// Nak) or the message waits for another attempt. A source that revokes
-// waits (bounded) for every Claim to be Released, so what was delivered is
-// acknowledged and committed before another worker reads it again. Both
-// must be cheap and safe for concurrent use.
-type Claimer interface {
-	Claim() bool
-	Release()
-}
-
 // AckerFuncs adapts three functions to Acker; nil functions are no-ops.
 // Handy for in-memory sources and tests.
 type AckerFuncs struct {
@@ -121,4 +90,24 @@ func (a AckerFuncs) Term(ctx context.Context, reason string) error {
 		return nil
 	}
 	return a.TermFunc(ctx, reason)
+}
+
+// Source produces messages from a broker.
+//
+// Run consumes until ctx is done (returning nil, or ctx's error) or a fatal
+// error occurs, handing each message to deliver. deliver may block while the
+// engine's queue is full; it returns a non-nil error only when ctx is done or
+// the engine is stopping, and then the Source must stop handing over messages
+// and return. A message handed to deliver belongs to the engine, which settles
+// it through its Acker.
+//
+// Pause asks the Source to stop fetching new messages; Resume undoes it. Both
+// are idempotent, cheap, safe from any goroutine, and may be called before or
+// during Run. A Source documents how many messages may still arrive after
+// Pause (a Kafka consumer's buffered channel, a fetch already under way): the
+// engine counts those against its memory bound.
+type Source interface {
+	Run(ctx context.Context, deliver func(context.Context, *Message) error) error
+	Pause()
+	Resume()
 }

@@ -1,10 +1,12 @@
 package pacer
 
 // A message's life, step 5: the one decision per attempt: ack, retry
-// after a backoff (backoff.go, delayqueue.go), or dead-letter.
+// after a backoff (the end of this file, then delayqueue.go), or dead-letter.
 
 import (
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -32,7 +34,7 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		if now.IsZero() {
 			now = e.clock.Now()
 		}
-		delay := e.back.delay(it.m.Attempt, e.ctrl.capWait(r.RetryAfter))
+		delay := e.back.delay(it.m.Attempt, e.ctrl.CapWait(r.RetryAfter))
 		if e.isStopping() {
 			e.handBack(it, delay)
 			return
@@ -52,4 +54,40 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 		}
 		e.delayed.push(it, now.Add(delay))
 	}
+}
+
+// backoff computes retry delays: full jitter over an exponential ceiling,
+// or the downstream's Retry-After when that is later. Safe for concurrent
+// use; seeded by RetryConfig.Seed for reproducible runs.
+type backoff struct {
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	initial time.Duration
+	max     time.Duration
+}
+
+func newBackoff(c RetryConfig) *backoff {
+	seed := c.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	return &backoff{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), initial: c.Initial, max: c.Max}
+}
+
+// delay returns the wait before the attempt after attempt number attempt
+// (1 after the first): uniform in [0, min(max, initial*2^(attempt-1))),
+// raised to retryAfter if that is later.
+func (b *backoff) delay(attempt int, retryAfter time.Duration) time.Duration {
+	ceil := b.initial
+	for i := 1; i < attempt && ceil < b.max; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, b.max)
+	var d time.Duration
+	if ceil > 0 {
+		b.mu.Lock()
+		d = time.Duration(b.rnd.Int64N(int64(ceil)))
+		b.mu.Unlock()
+	}
+	return max(d, retryAfter)
 }

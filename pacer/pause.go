@@ -114,7 +114,7 @@ func (p *pauser) clearLocked(r PauseReason) {
 }
 
 // pauseFull pauses the source for a full queue. The reason is published
-// before the length is read, so a worker taking from the queue, which
+// before the length is read, so a courier taking from the queue, which
 // checks the reason after every receive (dequeued), cannot miss it and
 // leave the source paused over an empty queue.
 func (e *Engine) pauseFull() {
@@ -133,7 +133,7 @@ func (e *Engine) pauseFull() {
 	p.paused(old, old|PauseQueueFull)
 }
 
-// dequeued runs in the worker after each receive from the queue (take):
+// dequeued runs in the courier after each receive from the queue (take):
 // a source paused for a full queue resumes once it has drained low.
 func (e *Engine) dequeued() {
 	p := &e.pause

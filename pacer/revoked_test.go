@@ -11,7 +11,8 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 )
 
-// revAcker is an Acker that implements pacer.Revocable.
+// revAcker is an Acker with a pacer.Lease whose Claim only checks that it
+// is not revoked.
 type revAcker struct {
 	revoked *atomic.Bool
 	acks    *atomic.Int64
@@ -25,6 +26,8 @@ func (a revAcker) Nak(context.Context, time.Duration) error {
 }
 func (a revAcker) Term(context.Context, string) error { a.acks.Add(1); return nil }
 func (a revAcker) Revoked() bool                      { return a.revoked.Load() }
+func (a revAcker) Claim() bool                        { return !a.revoked.Load() }
+func (a revAcker) Release()                           {}
 
 // revSource hands over n messages in two "claims"; the first claim is
 // revoked (as a Kafka rebalance does) once all of them are handed over.
@@ -111,7 +114,7 @@ func TestRevokedMessagesAreNotDelivered(t *testing.T) {
 	if a, k := src.acks.Load(), src.naks.Load(); a != int64(len(sink.ids)) || a+k != n {
 		t.Errorf("acks %d naks %d, want %d acks and %d settled in all", a, k, len(sink.ids), n)
 	}
-	if st := eng.Status(); st.Naked != uint64(n-len(sink.ids)) {
-		t.Errorf("Status.Naked = %d want %d", st.Naked, n-len(sink.ids))
+	if st := eng.Status(); st.Nacked != uint64(n-len(sink.ids)) {
+		t.Errorf("Status.Nacked = %d want %d", st.Nacked, n-len(sink.ids))
 	}
 }

@@ -3,7 +3,7 @@ package pacer
 import "time"
 
 // LaneLimiter is a Global limiter that shares its budget by priority lane
-// across workers (algorithms/redis.Limiter built with Lanes): with
+// across workers (algorithms/redislimit.Limiter built with Lanes): with
 // Config.Priority set, the engine asks it with a batch's lane (the highest
 // lane among the batch's messages), so workers of different lanes share one
 // budget with the same preference as the local lanes.
@@ -51,13 +51,14 @@ func (s *globalStage) lane(batch []*item) int {
 // wireLanes gives the global stage the message lanes when Priority is set
 // and the Global limiter knows lanes.
 func (e *Engine) wireLanes(stages []stage) {
-	if e.fair == nil || e.cfg.Priority == nil {
+	fq, ok := e.queue.(*fairQueue)
+	if !ok || e.cfg.Priority == nil {
 		return
 	}
 	for _, st := range stages {
 		if g, ok := st.(*globalStage); ok {
 			if ll, ok := g.lim.(LaneLimiter); ok {
-				g.lanes, g.laneOf = ll, e.fair.lane
+				g.lanes, g.laneOf = ll, fq.lane
 			}
 		}
 	}

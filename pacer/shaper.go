@@ -1,7 +1,9 @@
 package pacer
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -49,6 +51,15 @@ type shaper struct {
 	mu     sync.Mutex
 	stages []stage
 	bucket *bucketStage // nil when the rate is unlimited
+
+	born      time.Time   // when New built the stages: start-up's warm-up runs from here
+	unlimited atomic.Bool // no stages: admit without asking
+	// stateUntil is the Until of the last periodic state save that landed
+	// (UnixNano; 0: no bound): nothing is admitted at or after it, so a
+	// restart after a kill never credits tokens the dead worker spent.
+	stateUntil atomic.Int64
+	// globalRetry is Shaping.GlobalRetry, readable without the lock.
+	globalRetry atomic.Int64
 }
 
 // reserve returns ok with wait 0 when the batch is admitted now. Otherwise
@@ -154,4 +165,58 @@ func (s *limiterStage) reserve(now time.Time, batch []*item) (time.Duration, boo
 
 func (s *limiterStage) cancel(now time.Time, batch []*item) {
 	s.lim.Cancel(now, len(batch))
+}
+
+// This file is the one place that builds concrete limiters from
+// package algorithms; everything else sees the Limiter interface.
+
+// algoMaxWait maps the engine's MaxWait (negative: no borrowing) to the
+// algorithms' (0: no borrowing).
+func algoMaxWait(d time.Duration) time.Duration {
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+// newRateLimiter builds the bucket stage's DualRate (token bucket, then
+// peak pacer) for sh and returns its sustained rate. With only a Peak, the
+// bucket runs at the peak with a burst of 1 (pure pacing).
+func newRateLimiter(sh *Shaping, now time.Time) (algorithms.RateLimiter, algorithms.Rate, error) {
+	cfg := algorithms.DualRateConfig{
+		Rate: sh.Rate, Burst: sh.Burst, Peak: sh.Peak,
+		MaxWait: algoMaxWait(sh.MaxWait), StartEmpty: sh.StartEmpty,
+	}
+	if sh.Rate == (algorithms.Rate{}) {
+		cfg.Rate, cfg.Burst, cfg.Peak = sh.Peak, 1, algorithms.Rate{}
+	}
+	d, err := algorithms.NewDualRate(cfg, now)
+	if err != nil {
+		return nil, algorithms.Rate{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return d, cfg.Rate, nil
+}
+
+// newKeyedLimiter builds the per-key limiter: one DualRate (PerKey.Rate,
+// PerKey.Burst) per key, bounded by MaxKeys and forgotten after IdleTTL.
+func newKeyedLimiter(p *PerKey, maxWait time.Duration, now time.Time) (algorithms.KeyLimiter, error) {
+	cfg := algorithms.DualRateConfig{Rate: p.Rate, Burst: p.Burst, MaxWait: algoMaxWait(maxWait)}
+	k, err := algorithms.NewKeyed(algorithms.KeyedConfig{
+		MaxKeys: p.MaxKeys,
+		IdleTTL: p.IdleTTL,
+		New: func(now time.Time) (algorithms.Limiter, error) {
+			return algorithms.NewDualRate(cfg, now)
+		},
+	}, now)
+	if err != nil {
+		return nil, fmt.Errorf("%w: PerKey: %w", ErrInvalidConfig, err)
+	}
+	return k, nil
+}
+
+// newQuotaStage is the optional quotas (e.g. 10,000/day), all of which must
+// grant a batch (second stage): one algorithms.All, so a refusal by one
+// quota gives back what the others granted.
+func newQuotaStage(q []algorithms.Limiter) *limiterStage {
+	return &limiterStage{label: "quota", lim: algorithms.NewAll(q...)}
 }

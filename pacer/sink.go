@@ -3,6 +3,8 @@ package pacer
 import (
 	"context"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/limit"
 )
 
 // Outcome is the fate a sink gives one message.
@@ -41,44 +43,13 @@ type Result struct {
 	Err error
 }
 
-// Feedback is what one Deliver call learned about the downstream, for the
-// adaptive rate controller. Zero fields mean "not known".
-type Feedback struct {
-	// Status is the HTTP status of the (last) response, 0 for non-HTTP sinks.
-	Status int
-	// Latency is how long the downstream took to answer.
-	Latency time.Duration
-	// Throttled is true when the downstream said it is overloaded
-	// (429, 503) or timed out.
-	Throttled bool
-	// RetryAfter is the downstream's Retry-After, if it sent one.
-	RetryAfter time.Duration
-	// RateLimit holds parsed rate-limit headers, if any were sent.
-	RateLimit *RateLimitInfo
-}
+// Feedback is what one Deliver call learned about the downstream
+// (limit.Feedback).
+type Feedback = limit.Feedback
 
-// RateLimitInfo is the downstream's own account of its budget, from the IETF
-// RateLimit / RateLimit-Policy headers or X-RateLimit-Limit/Remaining/Reset.
-type RateLimitInfo struct {
-	Limit     int64         // quota in the current window (-1 unknown)
-	Remaining int64         // what is left of it (-1 unknown)
-	Reset     time.Duration // until the window resets (0 unknown)
-	Window    time.Duration // the policy's window, if given (0 unknown)
-	// ResetAt is the reset as an absolute time, when the header gave one
-	// (a Unix time): exact, where Reset is rounded to what was sent.
-	ResetAt time.Time
-	// Header is the header and value the reset was read from
-	// ("X-RateLimit-Reset: 1700000000"), for logs.
-	Header string
-	// Warning, if set, says a header was not understood and was ignored;
-	// the engine logs it (WARN).
-	Warning string
-	// Dialect names the header family the budget was read from, for
-	// /status and logs: "ietf" (RateLimit structured fields),
-	// "ietf-draft", "x-ratelimit", "discord", "shopify" (a leaky bucket
-	// read as a window); "" unknown.
-	Dialect string
-}
+// RateLimitInfo is the downstream's own account of its budget
+// (limit.RateLimitInfo).
+type RateLimitInfo = limit.RateLimitInfo
 
 // Sink delivers messages downstream.
 //

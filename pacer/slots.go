@@ -1,8 +1,8 @@
 package pacer
 
-// A message's life, step 2: a worker takes it, from the delay queue
+// A message's life, step 2: a courier takes it, from the delay queue
 // (delayqueue.go) or, holding a slot, from the queue; with OrderKey a busy
-// key parks it (ordering.go).
+// key parks it (claimKey, at the end of this file).
 
 import (
 	"context"
@@ -19,16 +19,16 @@ const (
 )
 
 // next returns the next message to admit: a due retry or a freed key's
-// message first, else one from the queue once the worker holds a slot. It
+// message first, else one from the queue once the courier holds a slot. It
 // blocks until one is available, deadline passes (timedOut), or ctx is done
 // or the finite source is exhausted with nothing held (done).
 //
-// Slots bound what the engine holds beyond the queue: a worker reserves a
+// Slots bound what the engine holds beyond the queue: a courier reserves a
 // slot before it may receive from the queue, and the message keeps it until
-// it is settled (retries included), so concurrent workers can never take
+// it is settled (retries included), so concurrent couriers can never take
 // more than MaxInFlight*BatchSize messages between them.
 //
-// With retireAfter > 0, a worker that found nothing for that long (and
+// With retireAfter > 0, a courier that found nothing for that long (and
 // holds no retry timer) returns retired.
 func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
 	var retireAt time.Time
@@ -58,21 +58,21 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		} else {
 			// Publish that we wait for a slot before trying again, so a
 			// slot freed in between wakes us.
-			e.slotWaiters.Add(1)
+			e.slots.waiters.Add(1)
 			if slot = e.acquireSlot(); slot {
-				e.slotWaiters.Add(-1)
+				e.slots.waiters.Add(-1)
 			}
 		}
 		if e.finishIfDrained() {
 			e.giveBack(slot)
 			return nil, done
 		}
-		// One waiting worker at a time owns the timer for the next retry
+		// One waiting courier at a time owns the timer for the next retry
 		// (no herd of MaxInFlight timers firing for one message); a push
 		// kicks the owner so an earlier due time is re-armed.
 		var wake time.Time
 		var kick chan struct{}
-		owner := !due.IsZero() && e.timerOwner.CompareAndSwap(false, true)
+		owner := !due.IsZero() && e.turns.timerOwner.CompareAndSwap(false, true)
 		if owner {
 			wake, kick = due, e.delayed.kick
 		}
@@ -88,7 +88,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		}
 		var sc chan struct{}
 		if !slot {
-			sc = e.slotFreed
+			sc = e.slots.freed
 		}
 		var got *item
 		received := false
@@ -102,7 +102,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 			}
 		case <-e.delayed.wake:
 		case <-kick:
-		case <-e.finished:
+		case <-e.life.finished:
 			st = done
 		case <-tc:
 			now := e.clock.Now()
@@ -115,9 +115,9 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 			st = done
 		}
 		if owner {
-			e.timerOwner.Store(false)
+			e.turns.timerOwner.Store(false)
 			// Leaving with work or for good: hand the timer to another
-			// waiter. (Looping back, this worker takes it again itself.)
+			// waiter. (Looping back, this courier takes it again itself.)
 			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
 				e.delayed.signal()
 			}
@@ -138,40 +138,32 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 // acquireSlot reserves a slot if one is free.
 func (e *Engine) acquireSlot() bool {
 	for {
-		n := e.slotsUsed.Load()
-		if n >= e.slots {
+		n := e.slots.used.Load()
+		if n >= e.slots.max {
 			return false
 		}
-		if e.slotsUsed.CompareAndSwap(n, n+1) {
+		if e.slots.used.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
-// releaseSlot frees a slot and wakes a worker waiting for one.
-func (e *Engine) releaseSlot() {
-	e.slotsUsed.Add(-1)
-	if e.slotWaiters.Load() > 0 {
-		e.wakeOne()
-	}
-}
-
-// giveBack undoes next's bookkeeping for a worker that leaves its wait
+// giveBack undoes next's bookkeeping for a courier that leaves its wait
 // without a message: an unused slot, or its place among slot waiters.
 func (e *Engine) giveBack(slot bool) {
 	if slot {
 		e.releaseSlot()
 	} else {
-		e.slotWaiters.Add(-1)
+		e.slots.waiters.Add(-1)
 	}
 }
 
 // finishIfDrained reports whether a finite source is exhausted and nothing
-// is held any more; if so it closes e.finished (once), which every waiting
-// worker and Run see.
+// is held any more; if so it closes e.life.finished (once), which every waiting
+// courier and Run see.
 func (e *Engine) finishIfDrained() bool {
-	if e.srcDone.Load() && e.pending.Load() == 0 {
-		e.finishOnce.Do(func() { close(e.finished) })
+	if e.life.srcDone.Load() && e.stats.pending.Load() == 0 {
+		e.life.finishOnce.Do(func() { close(e.life.finished) })
 		return true
 	}
 	return false
@@ -180,14 +172,28 @@ func (e *Engine) finishIfDrained() bool {
 // take accounts for an item received from the queue. With OrderKey, an item
 // whose key is busy is parked (nil is returned) until the key frees.
 func (e *Engine) take(it *item) *item {
-	if e.fair != nil && it.size > 0 {
-		e.fairBytes.Add(-it.size)
-	}
 	e.dequeued()
 	it.held = true
-	e.inflight.Add(1)
-	if e.keys != nil && !e.claimKey(it) {
+	e.stats.inflight.Add(1)
+	if e.keys.parked != nil && !e.claimKey(it) {
 		return nil
 	}
 	return it
+}
+
+// Key ordering (Ordering: OrderKey): one message per key in flight; the
+// others park behind it and re-enter through the delay queue.
+
+// claimKey marks it's key busy, or parks it behind the key's owner.
+func (e *Engine) claimKey(it *item) bool {
+	e.keys.mu.Lock()
+	defer e.keys.mu.Unlock()
+	if q, busy := e.keys.parked[string(it.m.Key)]; busy {
+		e.keys.parked[string(it.m.Key)] = append(q, it)
+		return false
+	}
+	it.key = string(it.m.Key)
+	it.hasKey = true
+	e.keys.parked[it.key] = nil
+	return true
 }

@@ -2,43 +2,32 @@ package pacer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/state"
 )
 
-// StateStore keeps the shaper's state across restarts (Config.State), so a
-// restarted worker does not spend a second burst the previous process had
-// just spent. FileState keeps it in a file.
-//
-// Load returns ok=false when nothing was ever saved. Save replaces what was
-// saved, atomically: a Load after a crash sees either the old or the new
-// state, never a mix.
-type StateStore interface {
-	Load(ctx context.Context) (s ShaperState, ok bool, err error)
-	Save(ctx context.Context, s ShaperState) error
-}
+// StateStore keeps the shaper's state across restarts (state.Store).
+type StateStore = state.Store
 
-// ShaperState is what a worker saves of its shaper: the token bucket and
-// peak pacer stage (per-key buckets, quotas and the Redis stages are not
-// saved: the shared ones live in Redis already).
-type ShaperState struct {
-	// SavedAt is when the state was taken.
-	SavedAt time.Time `json:"saved_at"`
-	// Clean is true when the worker stopped cleanly after taking it:
-	// nothing was admitted after SavedAt.
-	Clean bool `json:"clean"`
-	// Until is the latest moment at which the worker that saved it may
-	// still have admitted messages: SavedAt for a clean stop, and for a
-	// periodic save the time by which the worker promised to save again
-	// (SavedAt + 2 x StateInterval). A worker killed in between admitted
-	// nothing after Until: the engine admits nothing at or after the Until
-	// of its last save that landed, so a save that lands late (a slow
-	// fsync) pauses admission rather than break the promise. A save that
-	// fails lifts the bound (fail open, logged).
-	Until time.Time `json:"until"`
-	// Bucket is the token bucket and peak pacer (nil: unlimited).
-	Bucket *algorithms.DualRateState `json:"bucket,omitempty"`
+// ShaperState is what a worker saves of its shaper (state.ShaperState).
+type ShaperState = state.ShaperState
+
+// FileState keeps the shaper's state in a file (state.File).
+type FileState = state.File
+
+// BlobState keeps the shaper's state as one opaque value (state.Blob).
+type BlobState = state.Blob
+
+// NewFileState keeps the state in dir/shaper.json (state.NewFile); an
+// empty dir is an ErrInvalidConfig.
+func NewFileState(dir string) (*FileState, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: state dir is empty", ErrInvalidConfig)
+	}
+	return state.NewFile(dir)
 }
 
 // stateful is the bucket stage's limiter when it can be saved and restored
@@ -49,19 +38,8 @@ type stateful interface {
 }
 
 // restoreFrom lowers the bucket stage to what the saved state allows at now
-// (it never raises it: see algorithms.DualRate.Restore):
-//
-//   - no saved state (first start, or a state that cannot be read): the
-//     bucket starts empty, as if the previous worker had just spent its
-//     burst; it fills at the rate from now on.
-//   - a clean stop: the saved tokens plus the refill since the stop, and the
-//     saved next peak departure.
-//   - a crash (a periodic save): the dead worker may have spent everything
-//     up to Until, so the bucket is empty at min(Until, now) and refills
-//     from there; the next departure is no earlier than one batch's peak
-//     interval after that.
-//
-// It returns what it did, for the log.
+// (state.Restore; it never raises it: see algorithms.DualRate.Restore). It
+// returns what it did, for the log.
 func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
 	e.sh.mu.Lock()
 	defer e.sh.mu.Unlock()
@@ -73,27 +51,12 @@ func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
 	if !can {
 		return "bucket cannot be restored"
 	}
-	switch {
-	case !ok || s.Bucket == nil:
-		lim.Restore(now, algorithms.DualRateState{At: now})
-		return "no saved state: starting with an empty bucket"
-	case s.Clean:
-		lim.Restore(now, e.clampFuture(now, *s.Bucket))
-		return "restored the state of a clean stop"
-	default:
-		dead := s.Until
-		if now.Before(dead) {
-			dead = now
-		}
-		st := algorithms.DualRateState{At: dead, Next: s.Bucket.Next}
-		if gap := e.peakGap(); gap > 0 {
-			if nx := dead.Add(gap); nx.After(st.Next) {
-				st.Next = nx
-			}
-		}
-		lim.Restore(now, e.clampFuture(now, st))
-		return "restored after a crash: empty bucket from when the previous worker may have stopped"
+	st, what, clamped := state.Restore(now, s, ok, e.cfg.Rate, e.peakGap())
+	if clamped != nil {
+		e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(clamped, "now", now)...)
 	}
+	lim.Restore(now, st)
+	return what
 }
 
 // peakGap is one batch's peak interval (0 without a peak).
@@ -103,38 +66,6 @@ func (e *Engine) peakGap() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(e.cfg.BatchSize) * float64(p.Per) / float64(p.Count))
-}
-
-// clampFuture bounds a saved state that only a clock stepped back (NTP, a
-// restored VM snapshot) or a corrupt save can produce, to what the
-// configuration allows at now: at most one burst of debt (the bucket empty
-// at now, never below) and one peak interval (the next departure no later
-// than now plus one batch's peak interval). Without the clamp a next
-// departure saved an hour ahead stalled delivery for that hour, and tokens
-// of -1e12 for decades, while the worker reported ready; and since the
-// stalled shaper is what the next save records, a restart kept the stall.
-// A clamp is logged at WARN with the saved and the clamped values; the
-// clamped state is what the shaper holds, so it is what is saved next.
-func (e *Engine) clampFuture(now time.Time, s algorithms.DualRateState) algorithms.DualRateState {
-	out := s
-	var why []any
-	if r := e.cfg.Rate; r != (algorithms.Rate{}) && r.Count > 0 && r.Per > 0 {
-		elapsed := max(0, now.Sub(s.At))
-		if x := s.Tokens + float64(elapsed)*float64(r.Count)/float64(r.Per); x < 0 {
-			out.At, out.Tokens = now, 0
-			why = append(why, "saved_tokens", s.Tokens, "saved_at", s.At, "tokens_now", x, "clamped_tokens", 0.0)
-		}
-	}
-	if gap := e.peakGap(); gap > 0 && !s.Next.IsZero() {
-		if lim := now.Add(gap); s.Next.After(lim) {
-			out.Next = lim
-			why = append(why, "saved_next", s.Next, "ahead_by", s.Next.Sub(now).String(), "clamped_next", lim)
-		}
-	}
-	if why != nil {
-		e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(why, "now", now)...)
-	}
-	return out
 }
 
 // snapshot is the bucket stage's state at now (nil when unlimited).
@@ -192,7 +123,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 			// Fail open: admissions go on, and a restart after a kill may
 			// credit what this worker spends until a save lands.
 			e.log.Warn("pacer: saving the shaper state; a restart after a crash may allow a second burst until a save succeeds", "clean", clean, "err", err)
-			e.stateUntil.Store(0)
+			e.sh.stateUntil.Store(0)
 			return
 		}
 		if !clean {
@@ -200,7 +131,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 			// save that lands late (a slow fsync) pauses admission at the
 			// previous Until instead of letting a restart credit tokens
 			// spent after it.
-			e.stateUntil.Store(st.Until.UnixNano())
+			e.sh.stateUntil.Store(st.Until.UnixNano())
 			e.wakeShaper()
 		}
 	}

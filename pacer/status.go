@@ -1,6 +1,13 @@
 package pacer
 
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer/limit"
+)
 
 // Status is a JSON-friendly snapshot of the engine, for /status and gauges.
 type Status struct {
@@ -82,21 +89,23 @@ type Status struct {
 	DeadLetterFailed uint64 `json:"dead_letter_failed"`
 	Acked            uint64 `json:"acked"`
 	Terminated       uint64 `json:"terminated"`
-	Naked            uint64 `json:"naked"`
+	// Nacked counts messages given back to their source for redelivery
+	// (Nak). The JSON key was "naked" before it was spelt out.
+	Nacked uint64 `json:"nacked"`
 }
 
 // Status returns a snapshot. Safe from any goroutine.
 func (e *Engine) Status() Status {
 	now := e.clock.Now()
-	cur, ceil, floor := e.ctrl.current()
+	cur, ceil, floor := e.ctrl.Current()
 	s := Status{
-		State:          [...]string{"idle", "running", "stopping", "stopped"}[e.state.Load()],
+		State:          [...]string{"idle", "running", "stopping", "stopped"}[e.life.state.Load()],
 		Rate:           cur,
 		ConfiguredRate: ceil,
 		Adaptive:       e.cfg.Adaptive.Mode.String(),
 		QueueDepth:     e.queued(),
 		QueueSize:      e.cfg.QueueSize,
-		InFlight:       e.inflight.Load(),
+		InFlight:       e.stats.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
 		Workers:        int(e.crew.running.Load()),
 		Retrying:       e.delayed.len(),
@@ -111,44 +120,38 @@ func (e *Engine) Status() Status {
 		DeadLetterFailed: e.stats.deadLetterFailed.Load(),
 		Acked:            e.stats.acked.Load(),
 		Terminated:       e.stats.termed.Load(),
-		Naked:            e.stats.naked.Load(),
+		Nacked:           e.stats.nacked.Load(),
 	}
 	if e.brk != nil {
-		s.Breaker = e.brk.status()
+		s.Breaker = e.brk.Status()
 	}
 	s.Held = e.stats.held.Load()
 	if e.cfg.QueueBytes > 0 {
-		s.QueueBytes, s.QueueBytesLimit = e.queuedBytes(), e.cfg.QueueBytes
+		s.QueueBytes, s.QueueBytesLimit = e.queue.bytes(), e.cfg.QueueBytes
 	}
 	if e.cfg.Adaptive.Mode != AdaptiveOff {
 		s.FloorRate = floor
 	}
-	if e.fair != nil {
-		s.FairShareWaits = e.fair.blocked.Load()
-		s.FairDeferred = e.fair.nDefer.Load()
-		e.fair.mu.Lock()
-		s.HandOversWaiting = e.fair.waiting.len()
-		e.fair.mu.Unlock()
-	} else {
-		e.fifo.mu.Lock()
-		s.HandOversWaiting = e.fifo.waiting.len()
-		e.fifo.mu.Unlock()
+	if f, ok := e.queue.(*fairQueue); ok {
+		s.FairShareWaits = f.blocked.Load()
+		s.FairDeferred = f.nDefer.Load()
 	}
+	s.HandOversWaiting = e.queue.blockedPuts()
 	if r := PauseReason(e.pause.reasons.Load()); r != 0 {
 		s.Paused = true
 		s.PauseReasons = r.Strings()
 	}
-	if g := e.ctrl.gateUntil(); g > now.UnixNano() {
+	if g := e.ctrl.GateUntil(); g > now.UnixNano() {
 		s.RetryAfter = time.Unix(0, g).UTC()
-		s.PauseCause = e.ctrl.pauseCause()
+		s.PauseCause = e.ctrl.PauseCause()
 		s.PauseSeconds = time.Duration(g - now.UnixNano()).Seconds()
 	}
-	lim, src, last, _ := e.ctrl.learned()
+	lim, src, last, _ := e.ctrl.Learned()
 	s.LearnedLimit, s.LimitSource = lim, src.String()
-	s.LimitShared = e.ctrl.shared()
-	b, hdr, cc := e.ctrl.behaviour()
+	s.LimitShared = e.ctrl.Shared()
+	b, hdr, cc := e.ctrl.Recognised()
 	s.LimitBehaviour, s.LimitHeader, s.ConcurrencyLimit = b.String(), hdr, cc
-	s.LimitBoardError = e.shareErr.Load()
+	s.LimitBoardError = e.ctrl.BoardErr()
 	s.SinceThrottle = -1
 	if !last.IsZero() {
 		s.LastThrottle = last.UTC()
@@ -161,4 +164,52 @@ func (e *Engine) Status() Status {
 	}
 	e.sh.mu.Unlock()
 	return s
+}
+
+// LimitSource says where the engine's idea of the downstream's limit comes
+// from (limit.Source).
+type LimitSource = limit.Source
+
+// Where the learned limit comes from (see limit.Source).
+const (
+	LimitConfigured = limit.Configured
+	LimitHeaders    = limit.FromHeaders
+	Limit429        = limit.From429
+	LimitLatency    = limit.FromLatency
+)
+
+// Behaviour is how the downstream was seen to limit (limit.Behaviour).
+type Behaviour = limit.Behaviour
+
+// The behaviours recognised (see limit.Behaviour).
+const (
+	BehaviourUnknown    = limit.BehaviourUnknown
+	BehaviourHeaders    = limit.BehaviourHeaders
+	Behaviour429        = limit.Behaviour429
+	BehaviourPenaltyBox = limit.BehaviourPenaltyBox
+	BehaviourQueueing   = limit.BehaviourQueueing
+)
+
+// Ready reports whether the engine is running and its source, sink and
+// dead-letter destination, where they implement ReadyChecker, say they are
+// ready. The error names every part that is not.
+func (e *Engine) Ready(ctx context.Context) error {
+	if e.life.state.Load() != stateRunning {
+		return fmt.Errorf("engine is %s", e.Status().State)
+	}
+	var errs []error
+	if err := e.breakerError(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range []struct {
+		what string
+		v    any
+	}{{"source", e.cfg.Source}, {"sink", e.cfg.Sink}, {"dead letter", e.cfg.DeadLetter}} {
+		if rc, ok := p.v.(ReadyChecker); ok {
+			if err := rc.Ready(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p.what, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

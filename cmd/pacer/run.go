@@ -92,6 +92,6 @@ func (r runCmd) Run(e *env) error {
 	}
 	st := w.Engine().Status()
 	log.Info("pacer: stopped cleanly", "consumed", st.Consumed, "delivered", st.Delivered, "acked", st.Acked,
-		"dead_lettered", st.DeadLettered, "naked", st.Naked)
+		"dead_lettered", st.DeadLettered, "nacked", st.Nacked)
 	return nil
 }

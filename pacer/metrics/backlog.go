@@ -7,13 +7,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 // BacklogSnapshot is the last backlog measurement, for BacklogCollector.
 type BacklogSnapshot struct {
 	// Backlog is the last successful measurement (At zero: none yet).
-	Backlog pacer.Backlog
+	Backlog sourcekit.Backlog
 	// Drain is the estimated time until the backlog drains; Draining false
 	// means it is not shrinking (exported as +Inf).
 	Drain    time.Duration

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 // Before any engine event, every labelled counter already has its known
@@ -59,9 +60,9 @@ func TestBacklogCollector(t *testing.T) {
 	if n := testutil.CollectAndCount(reg); n != 1 {
 		t.Errorf("before a measurement: %d series, want 1 (errors)", n)
 	}
-	snap = metrics.BacklogSnapshot{Now: t0, Drain: 90 * time.Second, Draining: true, Backlog: pacer.Backlog{
+	snap = metrics.BacklogSnapshot{Now: t0, Drain: 90 * time.Second, Draining: true, Backlog: sourcekit.Backlog{
 		At: t0, Messages: 12, Pending: 12, Oldest: t0.Add(-time.Minute),
-		Partitions: []pacer.PartitionLag{{Topic: "in", Partition: 0, Lag: 5}, {Topic: "in", Partition: 1, Lag: 7}},
+		Partitions: []sourcekit.PartitionLag{{Topic: "in", Partition: 0, Lag: 5}, {Topic: "in", Partition: 1, Lag: 7}},
 	}}
 	want := `
 # HELP pacer_source_backlog_messages Messages not yet settled in the broker for this consumer (Kafka: sum of partition lags; JetStream: pending + ack pending).

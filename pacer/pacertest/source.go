@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 // Source is an in-memory pacer.Source handing over a fixed list of
@@ -17,7 +18,7 @@ type Source struct {
 
 	msgs []*pacer.Message
 
-	gate   pacer.PauseGate
+	gate   sourcekit.PauseGate
 	handed atomic.Int64
 }
 

@@ -46,7 +46,7 @@ func TestGivenUpAboveAGapIsNotRepeated(t *testing.T) {
 				if m.Offset%2 == 0 {
 					continue
 				}
-				c := m.Acker.(pacer.Claimer)
+				c := m.Acker.(pacer.Lease)
 				if !c.Claim() {
 					t.Fatalf("Claim of %s refused while the partition is claimed", m.ID)
 				}
@@ -105,7 +105,7 @@ func TestSkippedOffsetsSurviveAnotherHandOver(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "every message held at the first owner", func() bool { return len(seen.first()) == n })
 	for _, m := range seen.first() {
 		if m.Offset%2 == 1 {
-			c := m.Acker.(pacer.Claimer)
+			c := m.Acker.(pacer.Lease)
 			if !c.Claim() {
 				t.Fatalf("Claim of %s refused", m.ID)
 			}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
-var _ pacer.BacklogReader = (*LagReader)(nil)
+var _ sourcekit.BacklogReader = (*LagReader)(nil)
 
 // LagConfig says whose lag a LagReader measures: a consumer group on
 // topics. InitialOffset is the group's (OffsetOldest if empty): it decides
@@ -94,41 +94,41 @@ func (r *LagReader) disconnect() error {
 	return err
 }
 
-// ReadBacklog implements pacer.BacklogReader. sarama's calls take no
+// ReadBacklog implements sourcekit.BacklogReader. sarama's calls take no
 // context: ctx is checked between requests, each bounded by Timeout.
-func (r *LagReader) ReadBacklog(ctx context.Context) (pacer.Backlog, error) {
+func (r *LagReader) ReadBacklog(ctx context.Context) (sourcekit.Backlog, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b, err := r.read(ctx)
 	if err != nil {
 		_ = r.disconnect()
-		return pacer.Backlog{}, fmt.Errorf("kafka: lag of group %q: %w", r.cfg.Group, err)
+		return sourcekit.Backlog{}, fmt.Errorf("kafka: lag of group %q: %w", r.cfg.Group, err)
 	}
 	return b, nil
 }
 
-func (r *LagReader) read(ctx context.Context) (pacer.Backlog, error) {
+func (r *LagReader) read(ctx context.Context) (sourcekit.Backlog, error) {
 	if r.client == nil {
 		c, err := sarama.NewClient(r.cfg.Brokers, r.sc)
 		if err != nil {
-			return pacer.Backlog{}, err
+			return sourcekit.Backlog{}, err
 		}
 		a, err := sarama.NewClusterAdminFromClient(c)
 		if err != nil {
 			_ = c.Close()
-			return pacer.Backlog{}, err
+			return sourcekit.Backlog{}, err
 		}
 		r.client, r.admin = c, a
 	}
 	if err := r.client.RefreshMetadata(r.cfg.Topics...); err != nil {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
-	b := pacer.Backlog{At: time.Now()}
+	b := sourcekit.Backlog{At: time.Now()}
 	want := map[string][]int32{}
 	for _, t := range r.cfg.Topics {
 		ps, err := r.client.Partitions(t)
 		if err != nil {
-			return pacer.Backlog{}, fmt.Errorf("topic %q: %w", t, err)
+			return sourcekit.Backlog{}, fmt.Errorf("topic %q: %w", t, err)
 		}
 		want[t] = ps
 	}
@@ -137,28 +137,28 @@ func (r *LagReader) read(ctx context.Context) (pacer.Backlog, error) {
 	resp, err := r.admin.ListConsumerGroupOffsets(r.cfg.Group, want)
 	noGroup := errors.Is(err, sarama.ErrGroupIDNotFound)
 	if err != nil && !noGroup {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
 	if resp == nil {
 		resp = &sarama.OffsetFetchResponse{}
 	}
 	noGroup = noGroup || resp.Err == sarama.ErrGroupIDNotFound
 	if resp.Err != sarama.ErrNoError && !noGroup {
-		return pacer.Backlog{}, resp.Err
+		return sourcekit.Backlog{}, resp.Err
 	}
 	for _, t := range r.cfg.Topics {
 		for _, p := range want[t] {
 			if err := ctx.Err(); err != nil {
-				return pacer.Backlog{}, err
+				return sourcekit.Backlog{}, err
 			}
 			hwm, err := r.client.GetOffset(t, p, sarama.OffsetNewest)
 			if err != nil {
-				return pacer.Backlog{}, fmt.Errorf("%s/%d: high watermark: %w", t, p, err)
+				return sourcekit.Backlog{}, fmt.Errorf("%s/%d: high watermark: %w", t, p, err)
 			}
 			committed := int64(-1)
 			if blk := resp.GetBlock(t, p); blk != nil && !noGroup && blk.Err != sarama.ErrGroupIDNotFound {
 				if blk.Err != sarama.ErrNoError {
-					return pacer.Backlog{}, fmt.Errorf("%s/%d: committed offset: %w", t, p, blk.Err)
+					return sourcekit.Backlog{}, fmt.Errorf("%s/%d: committed offset: %w", t, p, blk.Err)
 				}
 				committed = blk.Offset
 			}
@@ -167,11 +167,11 @@ func (r *LagReader) read(ctx context.Context) (pacer.Backlog, error) {
 				from = hwm // initial offset newest: nothing owed
 				if r.cfg.InitialOffset == OffsetOldest {
 					if from, err = r.client.GetOffset(t, p, sarama.OffsetOldest); err != nil {
-						return pacer.Backlog{}, fmt.Errorf("%s/%d: log start: %w", t, p, err)
+						return sourcekit.Backlog{}, fmt.Errorf("%s/%d: log start: %w", t, p, err)
 					}
 				}
 			}
-			pl := pacer.PartitionLag{Topic: t, Partition: p, HighWatermark: hwm, Committed: committed, Lag: max(0, hwm-from)}
+			pl := sourcekit.PartitionLag{Topic: t, Partition: p, HighWatermark: hwm, Committed: committed, Lag: max(0, hwm-from)}
 			b.Partitions = append(b.Partitions, pl)
 			b.Messages += pl.Lag
 		}
@@ -184,11 +184,11 @@ func (r *LagReader) read(ctx context.Context) (pacer.Backlog, error) {
 // oldest fetches the first uncommitted message of the most lagging
 // partitions (at most OldestPartitions) and returns the earliest timestamp
 // (zero if none could be read).
-func (r *LagReader) oldest(ctx context.Context, parts []pacer.PartitionLag) time.Time {
+func (r *LagReader) oldest(ctx context.Context, parts []sourcekit.PartitionLag) time.Time {
 	if r.cfg.OldestPartitions < 0 {
 		return time.Time{}
 	}
-	lagging := make([]pacer.PartitionLag, 0, len(parts))
+	lagging := make([]sourcekit.PartitionLag, 0, len(parts))
 	for _, p := range parts {
 		if p.Lag > 0 {
 			lagging = append(lagging, p)

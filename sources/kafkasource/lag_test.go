@@ -8,7 +8,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
@@ -54,7 +54,7 @@ func commitAt(t *testing.T, brokers []string, group, topic string, partition int
 	}
 }
 
-func readLag(t *testing.T, r *kafkasource.LagReader) pacer.Backlog {
+func readLag(t *testing.T, r *kafkasource.LagReader) sourcekit.Backlog {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -65,13 +65,13 @@ func readLag(t *testing.T, r *kafkasource.LagReader) pacer.Backlog {
 	return b
 }
 
-func lagOf(b pacer.Backlog, p int32) pacer.PartitionLag {
+func lagOf(b sourcekit.Backlog, p int32) sourcekit.PartitionLag {
 	for _, pl := range b.Partitions {
 		if pl.Partition == p {
 			return pl
 		}
 	}
-	return pacer.PartitionLag{Partition: -1}
+	return sourcekit.PartitionLag{Partition: -1}
 }
 
 // TestLagReader: lag per partition is the high watermark minus the

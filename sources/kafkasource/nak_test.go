@@ -95,9 +95,9 @@ func TestNakAfterRevokeComesBackToNextOwner(t *testing.T) {
 		return m.Acker.Ack(ctx)
 	})
 	testkit.Eventually(t, 30*time.Second, "5 at a", func() bool { mu.Lock(); defer mu.Unlock(); return atA == 5 })
-	rv, ok := held[0].Acker.(pacer.Revocable)
+	rv, ok := held[0].Acker.(pacer.Lease)
 	if !ok {
-		t.Fatal("the Kafka Acker does not implement pacer.Revocable")
+		t.Fatal("the Kafka Acker does not implement pacer.Lease")
 	}
 	if rv.Revoked() {
 		t.Error("Revoked() = true while the partition is claimed")

@@ -90,9 +90,9 @@ func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
 		t.Fatalf("%d messages at offset 0, want one per partition", len(atSink))
 	}
 	for _, m := range atSink {
-		c, ok := m.Acker.(pacer.Claimer)
+		c, ok := m.Acker.(pacer.Lease)
 		if !ok {
-			t.Fatal("the Kafka Acker does not implement pacer.Claimer")
+			t.Fatal("the Kafka Acker does not implement pacer.Lease")
 		}
 		if !c.Claim() {
 			t.Fatalf("Claim of %s refused while the partition is claimed", m.ID)
@@ -104,13 +104,13 @@ func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	sourcetest.RunSource(t, b, deliver)
-	rv := queued[0].Acker.(pacer.Revocable)
+	rv := queued[0].Acker.(pacer.Lease)
 	testkit.Eventually(t, 30*time.Second, "the first member giving its partitions up", rv.Revoked)
 	for _, m := range queued {
-		if !m.Acker.(pacer.Revocable).Revoked() {
+		if !m.Acker.(pacer.Lease).Revoked() {
 			t.Errorf("%s: Revoked() = false while its partition is given up", m.ID)
 		}
-		if m.Acker.(pacer.Claimer).Claim() {
+		if m.Acker.(pacer.Lease).Claim() {
 			t.Errorf("%s: Claim() = true while its partition is given up", m.ID)
 		}
 	}
@@ -124,7 +124,7 @@ func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
 		if err := m.Acker.Ack(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		m.Acker.(pacer.Claimer).Release()
+		m.Acker.(pacer.Lease).Release()
 	}
 	testkit.Eventually(t, 30*time.Second, "every unacked message handed over again", func() bool {
 		for _, m := range queued {
@@ -171,7 +171,7 @@ func TestRevokeTimeoutBoundsTheWait(t *testing.T) {
 			mu.Lock()
 			first = m
 			mu.Unlock()
-			if !m.Acker.(pacer.Claimer).Claim() {
+			if !m.Acker.(pacer.Lease).Claim() {
 				t.Error("Claim refused while claimed")
 			}
 		}

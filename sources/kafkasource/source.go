@@ -24,14 +24,15 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
 	"github.com/pacer-dev/pacer/internal/base/connretry"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 var (
-	_ pacer.Source    = (*Source)(nil)
-	_ pacer.Revocable = (*acker)(nil)
-	_ pacer.Claimer   = (*acker)(nil)
+	_ pacer.Source = (*Source)(nil)
+	_ pacer.Lease  = (*acker)(nil)
 )
 
 // Source consumes topics through a sarama consumer group.
@@ -49,9 +50,9 @@ var (
 // rebalance starts. Before it returns (and sarama commits the partition for
 // the last time and lets it go), the partition is given up in two steps:
 // what the engine still holds of it undelivered reports Revoked
-// (pacer.Revocable) and is given back instead of spending the rate budget
+// (pacer.Lease) and is given back instead of spending the rate budget
 // on a message the next owner reads again; deliveries already at the sink
-// (pacer.Claimer) are waited for, up to Config.RevokeTimeout, so their Acks
+// (claimed through pacer.Lease) are waited for, up to Config.RevokeTimeout, so their Acks
 // are marked and committed with the partition. Kafka commits one offset per
 // partition, so the commit stays below the first message that is not final
 // (one given back: it waited for its permit, or for a retry); the messages
@@ -71,7 +72,7 @@ type Source struct {
 
 	mu    sync.Mutex
 	group sarama.ConsumerGroup // set while Run is running
-	gate  pacer.PauseGate      // read without mu on the per-message path
+	gate  sourcekit.PauseGate  // read without mu on the per-message path
 
 	ran     atomic.Bool
 	stopped chan struct{}
@@ -529,7 +530,7 @@ func (a *acker) Nak(_ context.Context, delay time.Duration) error {
 
 // Revoked reports that the message's partition is being given up (a
 // rebalance or a stop): the partition's next owner reads the message again
-// (pacer.Revocable).
+// (pacer.Lease).
 func (a *acker) Revoked() bool { return a.w.isRevoked() }
 
 // Claim reports that the message goes to the sink now: the partition is

@@ -11,10 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
-var _ pacer.BacklogReader = (*PendingReader)(nil)
+var _ sourcekit.BacklogReader = (*PendingReader)(nil)
 
 // PendingConfig says whose backlog a PendingReader measures: a durable
 // consumer on a stream.
@@ -67,11 +67,11 @@ func (r *PendingReader) Close() error {
 	return nil
 }
 
-// ReadBacklog implements pacer.BacklogReader.
-func (r *PendingReader) ReadBacklog(ctx context.Context) (pacer.Backlog, error) {
+// ReadBacklog implements sourcekit.BacklogReader.
+func (r *PendingReader) ReadBacklog(ctx context.Context) (sourcekit.Backlog, error) {
 	b, err := r.read(ctx)
 	if err != nil {
-		return pacer.Backlog{}, fmt.Errorf("nats: pending of consumer %s on stream %s: %w", r.cfg.Consumer, r.cfg.Stream, err)
+		return sourcekit.Backlog{}, fmt.Errorf("nats: pending of consumer %s on stream %s: %w", r.cfg.Consumer, r.cfg.Stream, err)
 	}
 	return b, nil
 }
@@ -94,28 +94,28 @@ func (r *PendingReader) conn() (*nats.Conn, error) {
 	return nc, nil
 }
 
-func (r *PendingReader) read(ctx context.Context) (pacer.Backlog, error) {
+func (r *PendingReader) read(ctx context.Context) (sourcekit.Backlog, error) {
 	nc, err := r.conn()
 	if err != nil {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
 	st, err := js.Stream(ctx, r.cfg.Stream)
 	if err != nil {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
 	cons, err := st.Consumer(ctx, r.cfg.Consumer)
 	if err != nil {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return pacer.Backlog{}, err
+		return sourcekit.Backlog{}, err
 	}
-	b := pacer.Backlog{At: time.Now(), Pending: int64(info.NumPending), AckPending: int64(info.NumAckPending)}
+	b := sourcekit.Backlog{At: time.Now(), Pending: int64(info.NumPending), AckPending: int64(info.NumAckPending)}
 	b.Messages = b.Pending + b.AckPending
 	if b.Messages == 0 {
 		return b, nil

@@ -32,8 +32,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pacer-dev/pacer/internal/base/connretry"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 var _ pacer.Source = (*Source)(nil)
@@ -53,7 +55,7 @@ type Source struct {
 	cfg Config
 
 	mu    sync.Mutex
-	gate  pacer.PauseGate
+	gate  sourcekit.PauseGate
 	nc    *nats.Conn
 	ownNC bool
 

@@ -13,13 +13,14 @@ import (
 	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 	"github.com/pacer-dev/pacer/sources/natssource"
 )
 
 // backlogReader is a BacklogReader that holds a connection.
 type backlogReader interface {
-	pacer.BacklogReader
+	sourcekit.BacklogReader
 	Close() error
 }
 
@@ -41,7 +42,7 @@ func newBacklogReader(cfg *config.Config) (backlogReader, error) {
 
 // newBacklogWatch is the running worker's backlog measurement of cfg's
 // source through r; status is the engine's.
-func newBacklogWatch(cfg *config.Config, r pacer.BacklogReader, status func() pacer.Status) *backlogWatch {
+func newBacklogWatch(cfg *config.Config, r sourcekit.BacklogReader, status func() pacer.Status) *backlogWatch {
 	b := &backlogWatch{reader: r, interval: cfg.Source.BacklogInterval.D(), part: "source.backlog",
 		rate:    func() float64 { return status().Rate },
 		settled: func() uint64 { return status().Acked }}
@@ -62,7 +63,7 @@ func newBacklogWatch(cfg *config.Config, r pacer.BacklogReader, status func() pa
 // backlogWatch measures the backlog every interval and keeps the recent
 // measurements, for /status, /metrics and `pacer status`. The drain time
 // follows the change over the last minute of measurements (see
-// pacer.DrainTime); with a single one it assumes the current rate and no
+// sourcekit.DrainTime); with a single one it assumes the current rate and no
 // new arrivals. Safe for concurrent use.
 //
 // Two moments get a measurement sooner than the interval:
@@ -78,7 +79,7 @@ func newBacklogWatch(cfg *config.Config, r pacer.BacklogReader, status func() pa
 //     its estimate runs out, so a drained stream does not keep showing the
 //     last figure for a whole interval.
 type backlogWatch struct {
-	reader   pacer.BacklogReader
+	reader   sourcekit.BacklogReader
 	rate     func() float64 // events per second the worker delivers at now
 	interval time.Duration
 	// settled returns how many messages the worker has settled (acked)
@@ -91,7 +92,7 @@ type backlogWatch struct {
 	part, field, addr string
 
 	mu      sync.Mutex
-	samples []pacer.Backlog // oldest first, spanning at most window
+	samples []sourcekit.Backlog // oldest first, spanning at most window
 	// settledAt is settled() when the last sample was taken.
 	settledAt uint64
 	errs      uint64
@@ -181,13 +182,13 @@ func (b *backlogWatch) settledNow() uint64 {
 }
 
 // record records a measurement taken now.
-func (b *backlogWatch) record(got pacer.Backlog, err error) {
+func (b *backlogWatch) record(got sourcekit.Backlog, err error) {
 	b.recordSettled(got, err, b.settledNow())
 }
 
 // recordSettled records a measurement read when the worker had settled
 // settled messages.
-func (b *backlogWatch) recordSettled(got pacer.Backlog, err error, settled uint64) {
+func (b *backlogWatch) recordSettled(got sourcekit.Backlog, err error, settled uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err != nil {
@@ -232,7 +233,7 @@ func (b *backlogWatch) snapshotLocked(now time.Time) (metrics.BacklogSnapshot, b
 		return s, false
 	}
 	cur := b.samples[len(b.samples)-1]
-	var prev pacer.Backlog
+	var prev sourcekit.Backlog
 	if len(b.samples) > 1 {
 		prev = b.samples[0]
 	}
@@ -241,7 +242,7 @@ func (b *backlogWatch) snapshotLocked(now time.Time) (metrics.BacklogSnapshot, b
 		rate = b.rate()
 	}
 	s.Backlog = cur
-	s.Drain, s.Draining = pacer.DrainTime(prev, cur, rate)
+	s.Drain, s.Draining = sourcekit.DrainTime(prev, cur, rate)
 	if s.Draining {
 		s.Drain = max(0, s.Drain-max(0, now.Sub(cur.At))) // a clock stepped back takes nothing off
 	}
@@ -277,10 +278,10 @@ func (b *backlogWatch) lastError() string {
 
 // backlogView is the backlog in /status and `pacer status`.
 type BacklogView struct {
-	Messages   int64                `json:"messages"`
-	Pending    int64                `json:"pending"`
-	AckPending int64                `json:"ack_pending"`
-	Partitions []pacer.PartitionLag `json:"partitions,omitempty"`
+	Messages   int64                    `json:"messages"`
+	Pending    int64                    `json:"pending"`
+	AckPending int64                    `json:"ack_pending"`
+	Partitions []sourcekit.PartitionLag `json:"partitions,omitempty"`
 	// OldestAge is the oldest unsettled message's age ("" when unknown or
 	// nothing waits).
 	OldestAge        string  `json:"oldest_age,omitempty"`

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 // TestBacklogWatchStart: before the source has created its durable, a
@@ -17,7 +17,7 @@ func TestBacklogWatchStart(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	b := &backlogWatch{interval: 15 * time.Second, notYet: func(err error) bool { return errors.Is(err, jetstream.ErrConsumerNotFound) }}
 	for i, want := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 15 * time.Second, 15 * time.Second} {
-		b.record(pacer.Backlog{}, jetstream.ErrConsumerNotFound)
+		b.record(sourcekit.Backlog{}, jetstream.ErrConsumerNotFound)
 		if got := b.next(t0); got != want {
 			t.Errorf("after %d reads without the durable: next in %v, want %v", i+1, got, want)
 		}
@@ -25,12 +25,12 @@ func TestBacklogWatchStart(t *testing.T) {
 	if s := b.snapshot(t0); s.Errors != 0 || b.lastError() != "" {
 		t.Errorf("a durable not created yet counted as %d errors, shown as %q", s.Errors, b.lastError())
 	}
-	b.record(pacer.Backlog{}, errors.New("nats: stream not found"))
+	b.record(sourcekit.Backlog{}, errors.New("nats: stream not found"))
 	if s := b.snapshot(t0); s.Errors != 1 || b.lastError() == "" {
 		t.Errorf("another error: %d errors, %q; want 1 and its text", s.Errors, b.lastError())
 	}
-	b.record(pacer.Backlog{At: t0, Messages: 10}, nil)
-	b.record(pacer.Backlog{}, jetstream.ErrConsumerNotFound) // deleted later: an error like any other
+	b.record(sourcekit.Backlog{At: t0, Messages: 10}, nil)
+	b.record(sourcekit.Backlog{}, jetstream.ErrConsumerNotFound) // deleted later: an error like any other
 	if s := b.snapshot(t0); s.Errors != 2 {
 		t.Errorf("durable missing after a measurement: %d errors, want 2", s.Errors)
 	}
@@ -47,7 +47,7 @@ func TestBacklogWatchStale(t *testing.T) {
 	b := &backlogWatch{interval: 15 * time.Second, rate: func() float64 { return 100 }, settled: func() uint64 { return settled }}
 	kick := b.kicker()
 	settled = 40 // before the measurement: not part of it
-	b.record(pacer.Backlog{At: t0, Messages: 300}, nil)
+	b.record(sourcekit.Backlog{At: t0, Messages: 300}, nil)
 	steps := []struct {
 		at      time.Duration
 		settled uint64
@@ -88,7 +88,7 @@ func TestBacklogWatchStale(t *testing.T) {
 	}
 	// Not shrinking (two measurements, no change): the figure holds until
 	// the next periodic measurement, whatever the worker settles.
-	b.record(pacer.Backlog{At: t0.Add(5 * time.Second), Messages: 300}, nil)
+	b.record(sourcekit.Backlog{At: t0.Add(5 * time.Second), Messages: 300}, nil)
 	settled = 10_000
 	if v := b.view(t0.Add(6 * time.Second)); v.Stale {
 		t.Errorf("a backlog that is not shrinking marked stale: %+v", v)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
@@ -18,12 +19,12 @@ import (
 func TestBacklogWatchDrain(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &backlogWatch{rate: func() float64 { return 100 }}
-	w.record(pacer.Backlog{At: t0, Messages: 1000}, nil)
+	w.record(sourcekit.Backlog{At: t0, Messages: 1000}, nil)
 	if s := w.snapshot(t0); !s.Draining || s.Drain != 10*time.Second {
 		t.Errorf("one measurement: drain %v %v, want 10s at 100/s", s.Drain, s.Draining)
 	}
 	for i := 1; i <= 6; i++ { // 10/s net over 15 s steps: 100 left
-		w.record(pacer.Backlog{At: t0.Add(time.Duration(i) * 15 * time.Second), Messages: 1000 - int64(i)*150}, nil)
+		w.record(sourcekit.Backlog{At: t0.Add(time.Duration(i) * 15 * time.Second), Messages: 1000 - int64(i)*150}, nil)
 	}
 	s := w.snapshot(t0.Add(90 * time.Second))
 	if !s.Draining || s.Drain != 10*time.Second {
@@ -32,7 +33,7 @@ func TestBacklogWatchDrain(t *testing.T) {
 	if n := len(w.samples); n > 6 {
 		t.Errorf("%d samples kept, want at most a minute's worth", n)
 	}
-	w.record(pacer.Backlog{}, io.EOF)
+	w.record(sourcekit.Backlog{}, io.EOF)
 	if s := w.snapshot(t0); s.Errors != 1 || s.Backlog.Messages != 100 || w.lastError() == "" {
 		t.Errorf("after a failed read: %+v %q, want the last good measurement and 1 error", s, w.lastError())
 	}

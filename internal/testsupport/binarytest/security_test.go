@@ -201,8 +201,8 @@ func TestDeadLetterNoneDrops(t *testing.T) {
 	}
 	checkArrivals(t, api, 100, 100, 0, jitterSlack(100))
 	if !settled {
-		t.Errorf("dead_letter.type none: the rejected message was never settled (acked %d, terminated %d, naked %d, dead_letter_failed %d); "+
+		t.Errorf("dead_letter.type none: the rejected message was never settled (acked %d, terminated %d, nacked %d, dead_letter_failed %d); "+
 			"internal/app/config and `pacer validate` promise it is logged and dropped (cmd/pacer passes no DeadLetterer, so pacer.Engine naks it for ever)",
-			st.Engine.Acked, st.Engine.Terminated, st.Engine.Naked, st.Engine.DeadLetterFailed)
+			st.Engine.Acked, st.Engine.Terminated, st.Engine.Nacked, st.Engine.DeadLetterFailed)
 	}
 }

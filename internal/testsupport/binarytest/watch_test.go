@@ -45,7 +45,7 @@ func watch(t *testing.T, w *worker) *watcher {
 			}
 			e := st.Engine
 			held := e.QueueDepth + int(e.InFlight)
-			heldC := int64(e.Consumed) - int64(e.Acked+e.Terminated+e.Naked)
+			heldC := int64(e.Consumed) - int64(e.Acked+e.Terminated+e.Nacked)
 			rss := w.PeakRSS()
 			wa.mu.Lock()
 			wa.samples++

@@ -71,9 +71,9 @@ func groupDiagnosis(t *testing.T, brokers []string, group, topic string, partiti
 	}
 	for _, w := range ws {
 		st := w.eng.Status()
-		fmt.Fprintf(&b, "\nworker %s: engine %s paused=%v reasons=%v queue=%d in_flight=%d retrying=%d consumed=%d admitted=%d acked=%d naked=%d; source paused=%v handed over %d",
+		fmt.Fprintf(&b, "\nworker %s: engine %s paused=%v reasons=%v queue=%d in_flight=%d retrying=%d consumed=%d admitted=%d acked=%d nacked=%d; source paused=%v handed over %d",
 			w.name, st.State, st.Paused, st.PauseReasons, st.QueueDepth, st.InFlight, st.Retrying,
-			st.Consumed, st.Admitted, st.Acked, st.Naked, w.src.Paused(), w.src.Delivered())
+			st.Consumed, st.Admitted, st.Acked, st.Nacked, w.src.Paused(), w.src.Delivered())
 	}
 	return b.String()
 }

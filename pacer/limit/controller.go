@@ -1,7 +1,8 @@
-package pacer
+package limit
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,15 +11,16 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 )
 
-// controller is the downstream's voice. It keeps the Retry-After gate (no
+// Controller is the downstream's voice. It keeps the Retry-After gate (no
 // admission before it, on any path; every downstream-imposed wait capped at
-// maxPause) and moves the bucket's sustained rate between the floor and the
-// configured rate: the limit finder (auto), AIMD or PID, and pacing to what
-// rate-limit headers say is left. Every change goes through apply (and
-// applyBurst), which log it and call the rate hooks.
-type controller struct {
+// MaxPause) and moves the bucket's sustained rate between the floor and the
+// configured rate: the limit finder (Auto), AIMD or PID, and pacing to what
+// rate-limit headers say is left. Every change goes to the Bucket, which
+// logs it and calls the rate hooks. It reads no clock: every method takes
+// now. Safe for concurrent use.
+type Controller struct {
 	mu       sync.Mutex
-	cfg      AdaptiveConfig
+	cfg      Config
 	ceiling  float64 // configured rate, events/s (0: unlimited, controller idle)
 	floor    float64
 	cur      float64
@@ -42,28 +44,29 @@ type controller struct {
 
 	gate   atomic.Int64 // unix nanos: no admission before this
 	active atomic.Bool  // a rate is configured: AIMD/PID/headers may act
-	apply  func(now time.Time, to float64, cause string)
+	bucket Bucket
 
 	// Auto mode: the limit finder and the burst it wants.
-	lf         *limitFinder
-	burst      int // configured burst
-	minBurst   int // BatchSize
-	effBurst   int
-	applyBurst func(now time.Time, to int)
+	lf       *limitFinder
+	burst    int // configured burst
+	minBurst int // BatchSize
+	effBurst int
 
 	// Downstream-imposed waits.
 	maxPause  time.Duration
 	gateMu    sync.Mutex
 	gateCause string // why the gate is raised (for /status and the log)
+	log       *slog.Logger
 	warn      func(msg string, args ...any)
 	info      func(msg string, args ...any)
-	// Shared limit (Shaping.LimitBoard): the group's ceiling (GlobalRate)
-	// and how its rate and burst reach the Global budget (zero: none).
-	group group
+	// Shared limit (a limit board): the group's ceiling and how its rate
+	// and burst reach the Global budget (zero: none).
+	group    Group
+	boardErr atomicString // the last failure to reach the board
 
-	lastLimit     float64     // c.mu: the learned limit last logged
-	lastSrc       LimitSource // and its source
-	lastBehaviour Behaviour   // and the behaviour recognised
+	lastLimit     float64   // c.mu: the learned limit last logged
+	lastSrc       Source    // and its source
+	lastBehaviour Behaviour // and the behaviour recognised
 
 	// The latency signal (auto mode): the in-flight cap it sets while the
 	// downstream queues (queueing.go), read by admit without the lock
@@ -77,23 +80,122 @@ type controller struct {
 	lastWarnAt time.Time
 }
 
-func newController(cfg AdaptiveConfig, rate algorithms.Rate, burst, batch, maxInFlight int, maxPause time.Duration, now time.Time, g group) *controller {
-	c := &controller{cfg: cfg, inFlight: maxInFlight, burst: burst, minBurst: batch, maxPause: maxPause}
-	c.group = g
-	if cfg.Mode == AdaptiveAuto {
-		c.qs = newQueueSignal(maxInFlight)
+// Bucket is the token bucket the controller moves (the engine's): each
+// call is made with the controller's lock held, and logs the change.
+type Bucket interface {
+	// SetRate sets the sustained rate; cause names why ("set-rate",
+	// "reload", "throttled", "ratelimit-headers"...).
+	SetRate(now time.Time, r algorithms.Rate, cause string)
+	// SetBurst sets the capacity.
+	SetBurst(now time.Time, burst int)
+}
+
+// Params is what a Controller is built from besides its Config.
+type Params struct {
+	Rate        algorithms.Rate // the configured rate: the ceiling (zero: none, the controller idles)
+	Burst       int             // the configured burst
+	Batch       int             // the smallest burst (a whole batch is admitted at once)
+	MaxInFlight int
+	MaxPause    time.Duration // cap on every downstream-imposed wait (0: none)
+	Group       Group         // a shared limit (zero: none)
+	Bucket      Bucket
+	Log         *slog.Logger
+	// Sending reports how many requests are in flight now (the latency
+	// signal's input); nil: none.
+	Sending func() int
+}
+
+// New builds a Controller at now.
+func New(cfg Config, p Params, now time.Time) *Controller {
+	c := &Controller{cfg: cfg, inFlight: p.MaxInFlight, burst: p.Burst, minBurst: p.Batch, maxPause: p.MaxPause}
+	c.group = p.Group
+	c.bucket = p.Bucket
+	c.log = p.Log
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.setCeiling(rate, now)
+	c.warn, c.info = c.log.Warn, c.log.Info
+	c.sendingNow = p.Sending
+	if cfg.Mode == Auto {
+		c.qs = newQueueSignal(p.MaxInFlight)
+	}
+	c.setCeiling(p.Rate, now)
 	return c
 }
 
-// group is how a shared limit reaches the Global budget (zero: no board).
-type group struct {
+// Group is how a shared limit reaches the Global budget (zero: no board);
+// NewGroup builds it.
+type Group struct {
 	ceiling float64
 	apply   func(now time.Time, rate float64, burst int)
 }
 
-func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
+// SetCeiling makes r the configured rate (the engine's SetRate). check
+// runs first, under the controller's lock, and may refuse (its error is
+// returned); it reports the bucket's burst. Then the learned state
+// restarts from r, the bucket gets r exactly and, when its burst differs,
+// the configured burst.
+func (c *Controller) SetCeiling(now time.Time, r algorithms.Rate, check func() (bucketBurst int, err error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bb, err := check()
+	if err != nil {
+		return err
+	}
+	c.setCeiling(r, now)
+	c.bucket.SetRate(now, r, "set-rate")
+	// The limit finder starts again from the new ceiling: so does the burst.
+	if bb != c.burst {
+		c.bucket.SetBurst(now, c.burst)
+	}
+	return nil
+}
+
+// Reshape is what a reload of the shaping built, for Reload.
+type Reshape struct {
+	Rate  algorithms.Rate // the configured rate (zero: none)
+	Burst int             // the configured burst
+	Group Group
+	// HasBucket: the shaping has a token bucket, at BucketRate (events/s)
+	// and BucketBurst as built (or kept).
+	HasBucket   bool
+	BucketRate  float64
+	BucketBurst int
+	// KeepLearned: the reload kept the configured rate and the group, so
+	// what the controller learned stays.
+	KeepLearned bool
+}
+
+// Reload runs rebuild (the engine's new shaping stages) under the
+// controller's lock, so no feedback moves a bucket that is being replaced,
+// then takes the reshaped settings: what was learned stays when
+// KeepLearned (the rate and burst in force go to the new bucket), else the
+// controller restarts from the new ceiling and the bucket gets it exactly.
+func (c *Controller) Reload(now time.Time, rebuild func() (Reshape, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, err := rebuild()
+	if err != nil {
+		return err
+	}
+	c.burst = r.Burst
+	c.group = r.Group // the next setCeiling builds the finder for it
+	switch {
+	case r.KeepLearned:
+		c.keepLearned(now, r.BucketRate, r.BucketBurst)
+	case r.HasBucket && r.Rate != (algorithms.Rate{}):
+		c.setCeiling(r.Rate, now)
+		c.bucket.SetRate(now, r.Rate, "reload")
+		if r.BucketBurst != r.Burst {
+			c.bucket.SetBurst(now, r.Burst)
+		}
+	default:
+		c.setCeiling(algorithms.Rate{}, now)
+	}
+	return nil
+}
+
+func (c *Controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	c.ceiling = rate.PerSecond()
 	c.active.Store(c.ceiling > 0)
 	c.cur = c.ceiling
@@ -105,7 +207,7 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 		c.floor = max(c.ceiling/100, 1.0/60)
 	}
 	c.floor = min(c.floor, c.ceiling)
-	if c.cfg.Mode == AdaptivePID && c.ceiling > 0 {
+	if c.cfg.Mode == PID && c.ceiling > 0 {
 		pid, err := algorithms.NewPIDEstimator(c.cfg.Interval, c.cfg.Kp, c.cfg.Ki, c.cfg.Kd, c.floor)
 		if err != nil {
 			panic("pacer: " + err.Error()) // the config was validated: a bug
@@ -117,7 +219,7 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 	// PID gets the limit finder too: Spark's estimator reads a processing
 	// rate, and fed 429s it drives itself to its floor; the finder owns
 	// the throttle signal and caps PID's rate at the downstream's limit.
-	if (c.cfg.Mode == AdaptiveAuto || c.cfg.Mode == AdaptivePID) && c.ceiling > 0 {
+	if (c.cfg.Mode == Auto || c.cfg.Mode == PID) && c.ceiling > 0 {
 		if c.group.ceiling > 0 {
 			// The group's limit: up to the Global budget's rate.
 			c.lf = newLimitFinder(c.group.ceiling, c.floor, c.burst, c.minBurst, now)
@@ -134,11 +236,11 @@ func (c *controller) setCeiling(rate algorithms.Rate, now time.Time) {
 // finder's ceiling for it, and the rate and burst in force are applied to
 // the bucket the reload built (at bucketRate and bucketBurst), and to the
 // Global budget when the limit is shared.
-func (c *controller) keepLearned(now time.Time, bucketRate float64, bucketBurst int) {
+func (c *Controller) keepLearned(now time.Time, bucketRate float64, bucketBurst int) {
 	c.effBurst = c.burst
 	if f := c.lf; f != nil {
 		f.cfgBurst = c.burst
-		if f.throts > 0 || f.src != LimitConfigured {
+		if f.throts > 0 || f.src != Configured {
 			f.burst = f.burstFor(f.rate)
 		} else {
 			f.burst = c.burst
@@ -151,8 +253,8 @@ func (c *controller) keepLearned(now time.Time, bucketRate float64, bucketBurst 
 	if c.eff != bucketRate && c.active.Load() {
 		c.apply(now, c.eff, "reload-kept-learned-limit")
 	}
-	if c.effBurst != bucketBurst && c.applyBurst != nil {
-		c.applyBurst(now, c.effBurst)
+	if c.effBurst != bucketBurst {
+		c.bucket.SetBurst(now, c.effBurst)
 	}
 }
 
@@ -165,11 +267,25 @@ func resetIn(rl *RateLimitInfo, now time.Time) time.Duration {
 	return rl.Reset
 }
 
-// observe folds in one delivery's feedback. throttled counts results that
-// were throttling (429/503/timeouts); retryAfter is the latest Retry-After
-// among the feedback and the results; delivered counts Delivered results,
-// queueDelay their summed time from consumed to admitted.
-func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAfter time.Duration, delivered int, latency, queueDelay time.Duration) {
+// Answer is what the engine saw of one Deliver call.
+type Answer struct {
+	Feedback Feedback
+	// Throttled: results were throttling (429/503/timeouts).
+	Throttled bool
+	// RetryAfter is the latest Retry-After among the feedback and the
+	// results.
+	RetryAfter time.Duration
+	// Delivered counts Delivered results; QueueDelay is their summed time
+	// from consumed to admitted.
+	Delivered  int
+	Latency    time.Duration
+	QueueDelay time.Duration
+}
+
+// Observe folds in one delivery's answer at now: it may raise the gate and
+// move the bucket's rate and burst.
+func (c *Controller) Observe(now time.Time, a Answer) {
+	fb, throttled, retryAfter, delivered, latency, queueDelay := a.Feedback, a.Throttled, a.RetryAfter, a.Delivered, a.Latency, a.QueueDelay
 	var gateFrom time.Time
 	if g := c.gate.Load(); g > now.UnixNano() {
 		gateFrom = time.Unix(0, g)
@@ -201,7 +317,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	// window showed): a reset in whole delta-seconds, rounded up, would
 	// cost up to a second.
 	spent := useRL && rl.Remaining == 0
-	if useRL && rl.Remaining == 1 && c.cfg.Mode == AdaptiveAuto && c.active.Load() {
+	if useRL && rl.Remaining == 1 && c.cfg.Mode == Auto && c.active.Load() {
 		c.mu.Lock()
 		win := c.edge.window(rl)
 		spent = c.lf != nil && c.lf.reserve() == 1 && (!rl.ResetAt.IsZero() || left%time.Second != 0) && !c.edge.rolling(now, win)
@@ -222,7 +338,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 	defer c.mu.Unlock()
 	if c.lf != nil {
 		c.observeAuto(now, throttled, fb.Status == statusTooManyRequests, rl, left, delivered, latency, gateFrom, gateEnd)
-		if c.cfg.Mode != AdaptivePID {
+		if c.cfg.Mode != PID {
 			return
 		}
 	}
@@ -232,14 +348,14 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 		c.refresh(now, "ratelimit-window-reset")
 	}
 	if useRL && rl.Remaining > 0 {
-		left = c.capWait(left)
+		left = c.CapWait(left)
 		c.hdrCap = min(max(float64(rl.Remaining)/left.Seconds(), c.floor), c.ceiling)
 		c.hdrUntil = now.Add(left)
 		c.capped.Store(true)
 		c.refresh(now, "ratelimit-headers")
 	}
 	switch c.cfg.Mode {
-	case AdaptiveAIMD:
+	case AIMD:
 		if c.clean.IsZero() {
 			c.clean = now
 		}
@@ -261,7 +377,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 				c.set(now, min(c.ceiling, c.cur+float64(k)*inc), "aimd-increase")
 			}
 		}
-	case AdaptivePID:
+	case PID:
 		if c.winStart.IsZero() {
 			c.winStart = now
 		}
@@ -292,7 +408,7 @@ func (c *controller) observe(now time.Time, fb Feedback, throttled bool, retryAf
 }
 
 // observeAuto is observe for the limit finder (c.mu held).
-func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *RateLimitInfo, left time.Duration, delivered int, latency time.Duration, gateFrom, gateEnd time.Time) {
+func (c *Controller) observeAuto(now time.Time, throttled, refused bool, rl *RateLimitInfo, left time.Duration, delivered int, latency time.Duration, gateFrom, gateEnd time.Time) {
 	f := c.lf
 	if !gateEnd.IsZero() && gateEnd.After(gateFrom) {
 		f.gated(gateFrom, gateEnd)
@@ -313,7 +429,7 @@ func (c *controller) observeAuto(now time.Time, throttled, refused bool, rl *Rat
 		if rl.Limit > 0 && win > 0 {
 			lim = float64(rl.Limit) / win.Seconds()
 		}
-		f.headers(now, rl.Remaining, c.capWait(left), lim, rl.Limit, win, c.edge.rolling(now, win))
+		f.headers(now, rl.Remaining, c.CapWait(left), lim, rl.Limit, win, c.edge.rolling(now, win))
 		changed, cause = true, "ratelimit-headers"
 	}
 	if throttled && f.refusal(now, gateEnd, refused) {
@@ -358,7 +474,7 @@ const statusTooManyRequests = 429
 // applyFinder applies the limit finder's rate and burst (c.mu held): to
 // the bucket (up to the configured rate) and, when the limit is shared,
 // to the Global budget (up to the group's ceiling).
-func (c *controller) applyFinder(now time.Time, cause string) {
+func (c *Controller) applyFinder(now time.Time, cause string) {
 	f := c.lf
 	if c.info != nil && f.behaviour != c.lastBehaviour {
 		c.lastBehaviour = f.behaviour
@@ -372,12 +488,12 @@ func (c *controller) applyFinder(now time.Time, cause string) {
 		}
 		c.info("pacer: downstream limit", "limit", f.limit, "source", f.src.String(), "rate", f.rate, "burst", f.burst, "since_throttle", since, "cause", cause)
 	}
-	if f.burst != c.effBurst && c.applyBurst != nil {
+	if f.burst != c.effBurst {
 		c.effBurst = f.burst
-		c.applyBurst(now, f.burst)
+		c.bucket.SetBurst(now, f.burst)
 	}
 	c.cur = min(f.rate, c.ceiling)
-	if c.cfg.Mode == AdaptivePID {
+	if c.cfg.Mode == PID {
 		c.cur = min(c.cur, c.pidRate)
 	}
 	if c.group.apply != nil && f.share != nil {
@@ -386,21 +502,21 @@ func (c *controller) applyFinder(now time.Time, cause string) {
 	c.refresh(now, cause)
 }
 
-// learned reports the limit finder's view: the learned limit (0 unknown),
+// Learned reports the limit finder's view: the learned limit (0 unknown),
 // its source, and when the downstream last throttled (zero: never).
-func (c *controller) learned() (limit float64, src LimitSource, last time.Time, burst int) {
+func (c *Controller) Learned() (limit float64, src Source, last time.Time, burst int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lf == nil {
-		return 0, LimitConfigured, time.Time{}, c.effBurst
+		return 0, Configured, time.Time{}, c.effBurst
 	}
 	return c.lf.limit, c.lf.src, c.lf.lastThrottle, c.effBurst
 }
 
-// behaviour reports how the downstream was seen to limit, the rate-limit
+// Recognised reports how the downstream was seen to limit, the rate-limit
 // header it advertises in ("" none) and the in-flight cap the latency
 // signal set (0 none).
-func (c *controller) behaviour() (b Behaviour, header string, concCap int) {
+func (c *Controller) Recognised() (b Behaviour, header string, concCap int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lf == nil {
@@ -409,15 +525,20 @@ func (c *controller) behaviour() (b Behaviour, header string, concCap int) {
 	return c.lf.behaviour, c.lf.header, int(c.concCap.Load())
 }
 
+// apply sets the bucket's rate to (events/s).
+func (c *Controller) apply(now time.Time, to float64, cause string) {
+	c.bucket.SetRate(now, algorithms.PerSecond(to), cause)
+}
+
 // set moves the controller's own rate (AIMD, PID) and applies the
 // effective one.
-func (c *controller) set(now time.Time, to float64, cause string) {
+func (c *Controller) set(now time.Time, to float64, cause string) {
 	c.cur = to
 	c.refresh(now, cause)
 }
 
 // refresh applies min(cur, the headers' cap while in force) if it changed.
-func (c *controller) refresh(now time.Time, cause string) {
+func (c *Controller) refresh(now time.Time, cause string) {
 	eff := c.cur
 	if !c.hdrUntil.IsZero() && now.Before(c.hdrUntil) {
 		eff = min(eff, c.hdrCap)
@@ -429,8 +550,16 @@ func (c *controller) refresh(now time.Time, cause string) {
 	c.apply(now, eff, cause)
 }
 
-func (c *controller) current() (cur, ceiling, floor float64) {
+// Current is the rate in force, the ceiling and the floor (events/s).
+func (c *Controller) Current() (cur, ceiling, floor float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.eff, c.ceiling, c.floor
 }
+
+// Capped reports whether a rate-limit header's cap is in force: the
+// feedback of every answer must then be observed to lift it.
+func (c *Controller) Capped() bool { return c.capped.Load() }
+
+// ConcurrencyCap is the in-flight cap the latency signal set (0: none).
+func (c *Controller) ConcurrencyCap() int64 { return c.concCap.Load() }

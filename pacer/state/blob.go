@@ -1,4 +1,4 @@
-package pacer
+package state
 
 import (
 	"context"
@@ -7,22 +7,22 @@ import (
 	"fmt"
 )
 
-var _ StateStore = BlobState{}
+var _ Store = Blob{}
 
-// BlobState is a StateStore over any store of one value, in the state
+// Blob is a Store over any store of one value, in the state
 // file's format (JSON with a version). cmd/pacer keeps it in Redis
-// (algorithms/redis Limiter.SaveState and LoadState) when shaping.global
+// (algorithms/redislimit Limiter.SaveState and LoadState) when shaping.global
 // is configured with a state_key. Put must replace the value atomically;
 // Get returns ok=false when nothing was saved.
-type BlobState struct {
+type Blob struct {
 	Get func(ctx context.Context) (b []byte, ok bool, err error)
 	Put func(ctx context.Context, b []byte) error
 }
 
 // Load decodes what Get returns.
-func (s BlobState) Load(ctx context.Context) (ShaperState, bool, error) {
+func (s Blob) Load(ctx context.Context) (ShaperState, bool, error) {
 	if s.Get == nil {
-		return ShaperState{}, false, errors.New("pacer: BlobState without Get")
+		return ShaperState{}, false, errors.New("pacer: Blob without Get")
 	}
 	b, ok, err := s.Get(ctx)
 	if err != nil || !ok {
@@ -39,9 +39,9 @@ func (s BlobState) Load(ctx context.Context) (ShaperState, bool, error) {
 }
 
 // Save encodes st and Puts it.
-func (s BlobState) Save(ctx context.Context, st ShaperState) error {
+func (s Blob) Save(ctx context.Context, st ShaperState) error {
 	if s.Put == nil {
-		return errors.New("pacer: BlobState without Put")
+		return errors.New("pacer: Blob without Put")
 	}
 	b, err := json.Marshal(stateFile{Version: stateVersion, ShaperState: st})
 	if err != nil {

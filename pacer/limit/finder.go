@@ -1,4 +1,4 @@
-package pacer
+package limit
 
 import (
 	"math"
@@ -7,32 +7,32 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 )
 
-// LimitSource says where the engine's idea of the downstream's limit comes
+// Source says where the engine's idea of the downstream's limit comes
 // from.
-type LimitSource uint8
+type Source uint8
 
 const (
-	// LimitConfigured: no throttling seen and no budget advertised; the
+	// Configured: no throttling seen and no budget advertised; the
 	// configured rate is in force.
-	LimitConfigured LimitSource = iota
-	// LimitHeaders: the downstream advertises its budget (RateLimit,
+	Configured Source = iota
+	// FromHeaders: the downstream advertises its budget (RateLimit,
 	// X-RateLimit-*); the engine spends exactly that.
-	LimitHeaders
-	// Limit429: learned from what the downstream accepted before it
+	FromHeaders
+	// From429: learned from what the downstream accepted before it
 	// throttled (429, 503, timeouts).
-	Limit429
-	// LimitLatency: learned from what the downstream delivered while its
+	From429
+	// FromLatency: learned from what the downstream delivered while its
 	// latency showed it queued the rest (no 429).
-	LimitLatency
+	FromLatency
 )
 
-func (s LimitSource) String() string {
+func (s Source) String() string {
 	switch s {
-	case LimitHeaders:
+	case FromHeaders:
 		return "headers"
-	case Limit429:
+	case From429:
 		return "429s"
-	case LimitLatency:
+	case FromLatency:
 		return "latency"
 	}
 	return "configured"
@@ -119,7 +119,7 @@ type limitFinder struct {
 	cfgBurst, minBst int
 
 	limit float64 // learned limit (0: unknown)
-	src   LimitSource
+	src   Source
 	rate  float64 // the rate it wants applied
 	burst int     // the burst it wants applied
 
@@ -147,7 +147,7 @@ type limitFinder struct {
 	afterClean bool // the current streak of throttles followed a clean cruise
 	passes     int  // probes passed in a row
 
-	share *lfShare // the group's board (nil: this worker learns alone; see limitshare.go)
+	share *lfShare // the group's board (nil: this worker learns alone; see board.go)
 
 	// firstBurst is what the downstream accepted before its first
 	// throttle, when that came within lfMinActive of the start: an upper
@@ -325,7 +325,7 @@ func (f *limitFinder) takeHold() (time.Time, string) {
 }
 
 func (f *limitFinder) burstFor(r float64) int {
-	if f.src == LimitLatency {
+	if f.src == FromLatency {
 		// A downstream that queues delays whatever comes closer together
 		// than its rate: a burst only adds latency there.
 		return f.minBst
@@ -392,7 +392,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	// Refused while cruising under a limit it had held for a while: the
 	// cruise was too close to it (the burst after a wait, another
 	// client): the headroom widens.
-	if f.src == Limit429 && !f.probing && !f.weak && f.rate < f.limit && !f.following(now) &&
+	if f.src == From429 && !f.probing && !f.weak && f.rate < f.limit && !f.following(now) &&
 		!f.cleanSince.IsZero() && now.Sub(f.cleanSince) >= lfCycle {
 		f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
 	}
@@ -515,7 +515,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		every = lfProbeCheap
 	}
 	f.nextProbe = maxTime(gateEnd, now).Add(every)
-	f.src = Limit429
+	f.src = From429
 	f.rate = f.cruise()
 	f.burst = f.burstFor(f.rate)
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: now})
@@ -540,7 +540,7 @@ func (f *limitFinder) queued(now time.Time) bool {
 	if got <= 0 {
 		return false
 	}
-	if f.probing && f.src == LimitLatency {
+	if f.probing && f.src == FromLatency {
 		// The probe filled its queue: ended as a refusal would end it,
 		// the limit it started from holds.
 		f.probing = false
@@ -557,7 +557,7 @@ func (f *limitFinder) queued(now time.Time) bool {
 		// rate (what it delivered while its queue drained measured a bit
 		// over it): the headroom widens, once per lfQueuedCool at most
 		// (the queue drains at the difference).
-		if f.src == LimitLatency && !f.probing && now.Sub(f.cleanSince) >= lfQueuedCool && f.headroom > lfHeadroomMin {
+		if f.src == FromLatency && !f.probing && now.Sub(f.cleanSince) >= lfQueuedCool && f.headroom > lfHeadroomMin {
 			f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
 			f.cleanSince = now
 			f.rate = f.cruise()
@@ -571,7 +571,7 @@ func (f *limitFinder) queued(now time.Time) bool {
 	}
 	f.behaviour = BehaviourQueueing
 	f.limit = max(got, f.floor)
-	f.src = LimitLatency
+	f.src = FromLatency
 	f.exact = true
 	f.weak = false
 	f.rate = f.cruise()
@@ -653,7 +653,7 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	f.weak = false
 	f.limit = max(min(est, f.ceiling), f.floor)
 	f.exact = exact || f.exact
-	f.src = Limit429
+	f.src = From429
 	f.rate = f.cruise()
 	f.burst = f.burstFor(f.rate)
 	// Every refused request counts against it: a failed probe shuts it
@@ -691,7 +691,7 @@ func (f *limitFinder) outage(now time.Time) bool {
 // small reserve, and Remaining only guards against overspending.
 func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration, rolling bool) {
 	f.probing = false
-	f.src = LimitHeaders
+	f.src = FromHeaders
 	if limit > 0 {
 		f.limit = limit
 	}
@@ -762,12 +762,12 @@ func (f *limitFinder) tick(now time.Time) bool {
 		// The advertised window ended with no fresh answer: keep the
 		// limit it taught, cruise under it.
 		f.hdrUntil = time.Time{}
-		if f.src == LimitHeaders && f.limit > 0 {
+		if f.src == FromHeaders && f.limit > 0 {
 			f.rate = f.clamp(f.limit)
 			return true
 		}
 	}
-	if (f.src != Limit429 && f.src != LimitLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
+	if (f.src != From429 && f.src != FromLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
 	}
 	if f.unfollow(now) {

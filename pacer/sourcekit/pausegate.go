@@ -1,4 +1,4 @@
-package pacer
+package sourcekit
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // while it is (to stop waiting on the broker as soon as Pause is called).
 // The sources and pacertest keep their pause state in one; the engine's
 // side, which turns reasons into Pause/Resume calls, is the pauser in
-// pause.go. The zero value is running; safe for concurrent use.
+// pacer/pause.go. The zero value is running; safe for concurrent use.
 type PauseGate struct {
 	mu      sync.Mutex
 	paused  atomic.Bool // written under mu; read without it on hot paths

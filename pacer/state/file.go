@@ -1,4 +1,4 @@
-package pacer
+package state
 
 import (
 	"context"
@@ -10,32 +10,32 @@ import (
 	"path/filepath"
 )
 
-var _ StateStore = (*FileState)(nil)
+var _ Store = (*File)(nil)
 
-// stateVersion is the version of the file format FileState writes.
+// stateVersion is the version of the file format File writes.
 const stateVersion = 1
 
-// FileState is a StateStore in one small JSON file, dir/shaper.json,
+// File is a Store in one small JSON file, dir/shaper.json,
 // replaced atomically (written to a temporary file in dir, synced, then
 // renamed over the old one). One worker per directory: two workers sharing
 // one would overwrite each other's state.
-type FileState struct {
+type File struct {
 	dir, path string
 }
 
-// NewFileState returns a FileState in dir, creating dir (0700) if needed.
-func NewFileState(dir string) (*FileState, error) {
+// NewFile returns a File in dir, creating dir (0700) if needed.
+func NewFile(dir string) (*File, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("%w: state dir is empty", ErrInvalidConfig)
+		return nil, errors.New("pacer: state dir is empty")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pacer: state dir: %w", err)
 	}
-	return &FileState{dir: dir, path: filepath.Join(dir, "shaper.json")}, nil
+	return &File{dir: dir, path: filepath.Join(dir, "shaper.json")}, nil
 }
 
 // Path is the state file's path.
-func (f *FileState) Path() string { return f.path }
+func (f *File) Path() string { return f.path }
 
 type stateFile struct {
 	Version int `json:"version"`
@@ -43,7 +43,7 @@ type stateFile struct {
 }
 
 // Load reads the state file; ok is false when there is none.
-func (f *FileState) Load(context.Context) (ShaperState, bool, error) {
+func (f *File) Load(context.Context) (ShaperState, bool, error) {
 	b, err := os.ReadFile(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ShaperState{}, false, nil
@@ -62,7 +62,7 @@ func (f *FileState) Load(context.Context) (ShaperState, bool, error) {
 }
 
 // Save replaces the state file atomically.
-func (f *FileState) Save(_ context.Context, s ShaperState) error {
+func (f *File) Save(_ context.Context, s ShaperState) error {
 	b, err := json.Marshal(stateFile{Version: stateVersion, ShaperState: s})
 	if err != nil {
 		return fmt.Errorf("pacer: encoding state: %w", err)

@@ -1,7 +1,8 @@
-package pacer
+package limit
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"sync/atomic"
 	"time"
@@ -180,15 +181,15 @@ func (f *limitFinder) merge(now time.Time, st algorithms.LimitState, sent *algor
 		f.nextProbe = now.Add(lfProbeLen)
 	}
 	f.limit = max(st.Limit, f.floor)
-	f.src = Limit429
+	f.src = From429
 	f.weak = false
 	f.rate = f.clamp(st.Rate)
 	f.burst = f.burstFor(f.rate)
 	return true
 }
 
-// syncBoard is one sync with the board at now (the engine's share loop).
-func (c *controller) syncBoard(ctx context.Context, board algorithms.LimitBoard, now time.Time) error {
+// syncBoard is one sync with the board at now.
+func (c *Controller) syncBoard(ctx context.Context, board algorithms.LimitBoard, now time.Time) error {
 	c.mu.Lock()
 	f := c.lf
 	if f == nil || f.share == nil {
@@ -213,58 +214,70 @@ func (c *controller) syncBoard(ctx context.Context, board algorithms.LimitBoard,
 	return nil
 }
 
-// startShare runs the sync with Shaping.LimitBoard every boardSync until
-// stop is called (which syncs one last time, so the board has every count).
-func (e *Engine) startShare(ctx context.Context) (stop func()) {
-	board := e.cfg.Shaping.LimitBoard
-	if board == nil || e.ctrl.lf == nil {
+// StartSharing syncs with board every boardSync (100 ms; every runs the
+// ticks on the caller's clock, now reads it) until stop is called, which
+// syncs one last time, so the board has every count. Without a board or a
+// limit finder it does nothing. A failed sync is logged (at most once a
+// minute) and kept for BoardErr.
+func (c *Controller) StartSharing(ctx context.Context, board algorithms.LimitBoard, now func() time.Time, every func(time.Duration, func()) (stop func())) (stop func()) {
+	c.mu.Lock()
+	noFinder := c.lf == nil
+	c.mu.Unlock()
+	if board == nil || noFinder {
 		return func() {}
 	}
 	var lastWarn time.Time
 	sync := func() {
-		now := e.clock.Now()
+		t := now()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		if err := e.ctrl.syncBoard(sctx, board, now); err != nil {
-			e.shareErr.Store(err.Error())
-			if now.Sub(lastWarn) >= time.Minute {
-				lastWarn = now
-				e.log.Warn("pacer: the shared limit board cannot be reached; going on with the last limit seen", "err", err)
+		if err := c.syncBoard(sctx, board, t); err != nil {
+			c.boardErr.Store(err.Error())
+			if t.Sub(lastWarn) >= time.Minute {
+				lastWarn = t
+				c.log.Warn("pacer: the shared limit board cannot be reached; going on with the last limit seen", "err", err)
 			}
 			return
 		}
-		e.shareErr.Store("")
+		c.boardErr.Store("")
 	}
-	stopTicks := every(e.clock, boardSync, sync)
+	stopTicks := every(boardSync, sync)
 	return func() {
 		stopTicks()
 		sync()
 	}
 }
 
-// groupOf is the group a Shaping's LimitBoard makes this worker part of:
-// its ceiling (GlobalRate) and the setter of Global's rate and burst, which
-// applies a change only (every worker applies the same board state).
-func (e *Engine) groupOf(s *Shaping) group {
-	g, ok := s.Global.(rateSettable)
-	if s.LimitBoard == nil || !ok {
-		return group{}
-	}
+// BoardErr is the last failure to reach the limit board ("": none).
+func (c *Controller) BoardErr() string { return c.boardErr.Load() }
+
+// GlobalSetter is a Global limiter whose rate and burst change at runtime:
+// what a shared limit moves.
+type GlobalSetter interface {
+	SetRate(now time.Time, r algorithms.Rate) error
+	SetBurst(now time.Time, burst int) error
+}
+
+// NewGroup is the group a limit board makes this worker part of: its
+// ceiling (the Global budget's configured rate) and global, whose rate and
+// burst follow the board's state; a change only is applied (every worker
+// applies the same board state), and a refusal is logged to log.
+func NewGroup(global GlobalSetter, ceiling algorithms.Rate, log *slog.Logger) Group {
 	var lastRate float64
 	var lastBurst int
-	return group{
-		ceiling: s.GlobalRate.PerSecond(),
+	return Group{
+		ceiling: ceiling.PerSecond(),
 		apply: func(now time.Time, rate float64, burst int) {
 			if rate != lastRate {
-				if err := g.SetRate(now, algorithms.PerSecond(rate)); err != nil {
-					e.log.Warn("pacer: shared limit: Global rate change refused", "to", rate, "err", err)
+				if err := global.SetRate(now, algorithms.PerSecond(rate)); err != nil {
+					log.Warn("pacer: shared limit: Global rate change refused", "to", rate, "err", err)
 				} else {
 					lastRate = rate
 				}
 			}
 			if burst != lastBurst {
-				if err := g.SetBurst(now, burst); err != nil {
-					e.log.Warn("pacer: shared limit: Global burst change refused", "to", burst, "err", err)
+				if err := global.SetBurst(now, burst); err != nil {
+					log.Warn("pacer: shared limit: Global burst change refused", "to", burst, "err", err)
 				} else {
 					lastBurst = burst
 				}
@@ -285,8 +298,8 @@ func (a *atomicString) Load() string {
 	return ""
 }
 
-// shared reports whether the learned limit is the group's.
-func (c *controller) shared() bool {
+// Shared reports whether the learned limit is the group's.
+func (c *Controller) Shared() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lf != nil && c.lf.share != nil

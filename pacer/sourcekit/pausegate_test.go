@@ -1,14 +1,14 @@
-package pacer_test
+package sourcekit_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/sourcekit"
 )
 
 func TestPauseGate(t *testing.T) {
-	var g pacer.PauseGate // the zero value runs
+	var g sourcekit.PauseGate // the zero value runs
 	paused, resumed, pausedC := g.State()
 	if paused || !closed(resumed) || closed(pausedC) {
 		t.Fatalf("zero value: paused=%v resumed closed=%v pausedC closed=%v", paused, closed(resumed), closed(pausedC))

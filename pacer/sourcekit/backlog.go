@@ -1,4 +1,4 @@
-package pacer
+package sourcekit
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 )
 
 // BacklogReader is implemented by what can measure the backlog a consumer
-// leaves in its broker (sources/kafka.LagReader, sources/nats.PendingReader).
+// leaves in its broker (sources/kafkasource.LagReader, sources/natssource.PendingReader).
 // ReadBacklog makes one round of requests to the broker (no state kept
 // between calls beyond a connection) and honours ctx.
 type BacklogReader interface {

@@ -1,5 +1,10 @@
 package pacer_test
 
+// The engine's public API end to end: New refuses a bad Config, Run stops
+// on a source error, a Global refusal pauses the source, PID mode moves
+// the rate, Status marshals to the documented JSON, and retries come due
+// however many couriers are idle.
+
 import (
 	"bytes"
 	"context"
