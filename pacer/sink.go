@@ -70,3 +70,16 @@ type Sink interface {
 type DeadLetterer interface {
 	DeadLetter(ctx context.Context, m *Message, reason error) error
 }
+
+// Headers a broker's dead-letter destination adds to the original's own,
+// spelled the same for every source (the canonical HTTP form), so one
+// tool reads the dead letters of Kafka and NATS alike. A source adds its
+// own for where the original was (topic, partition, offset; subject,
+// sequence).
+const (
+	DeadLetterReasonHeader    = "Pacer-Dlq-Reason"      // why it could not be delivered
+	DeadLetterAttemptsHeader  = "Pacer-Dlq-Attempts"    // delivery attempts made
+	DeadLetterIDHeader        = "Pacer-Dlq-Original-Id" // the original's Message.ID
+	DeadLetterDeliveredHeader = "Pacer-Dlq-Delivered"   // the broker's delivery count
+	DeadLetterTimeHeader      = "Pacer-Dlq-Time"        // when it was dead-lettered, RFC 3339
+)

@@ -18,14 +18,14 @@ var _ pacer.DeadLetterer = (*DeadLetter)(nil)
 // spelling wrote them in lower case (pacer-dlq-*): DeadLetterHeader reads
 // either.
 const (
-	HeaderReason    = "Pacer-Dlq-Reason"
-	HeaderAttempts  = "Pacer-Dlq-Attempts"
-	HeaderID        = "Pacer-Dlq-Original-Id"
+	HeaderReason    = pacer.DeadLetterReasonHeader
+	HeaderAttempts  = pacer.DeadLetterAttemptsHeader
+	HeaderID        = pacer.DeadLetterIDHeader
 	HeaderTopic     = "Pacer-Dlq-Original-Topic"
 	HeaderPartition = "Pacer-Dlq-Original-Partition"
 	HeaderOffset    = "Pacer-Dlq-Original-Offset"
-	HeaderDelivered = "Pacer-Dlq-Delivered"
-	HeaderTime      = "Pacer-Dlq-Time"
+	HeaderDelivered = pacer.DeadLetterDeliveredHeader
+	HeaderTime      = pacer.DeadLetterTimeHeader
 )
 
 // DeadLetterHeader returns the value of the dead-letter header name (one of

@@ -18,13 +18,13 @@ var _ pacer.DeadLetterer = (*DeadLetter)(nil)
 
 // Dead-letter headers, added to the original message's own headers.
 const (
-	HeaderReason    = "Pacer-Dlq-Reason"
-	HeaderAttempts  = "Pacer-Dlq-Attempts"
-	HeaderID        = "Pacer-Dlq-Original-Id"
+	HeaderReason    = pacer.DeadLetterReasonHeader
+	HeaderAttempts  = pacer.DeadLetterAttemptsHeader
+	HeaderID        = pacer.DeadLetterIDHeader
 	HeaderSubject   = "Pacer-Dlq-Original-Subject"
 	HeaderSequence  = "Pacer-Dlq-Original-Sequence"
-	HeaderDelivered = "Pacer-Dlq-Delivered"
-	HeaderTime      = "Pacer-Dlq-Time"
+	HeaderDelivered = pacer.DeadLetterDeliveredHeader
+	HeaderTime      = pacer.DeadLetterTimeHeader
 )
 
 // DeadLetterConfig configures a DeadLetter publisher.
