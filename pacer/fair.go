@@ -285,9 +285,9 @@ func (f *fairQueue) put(ctx context.Context, it *item) error {
 	return err
 }
 
-func (f *fairQueue) ready() chan struct{} { return f.avail }
-func (f *fairQueue) len() int             { return int(f.n.Load()) }
-func (f *fairQueue) bytes() int64         { return f.nbytes.Load() }
+func (f *fairQueue) ready() <-chan struct{} { return f.avail }
+func (f *fairQueue) len() int               { return int(f.n.Load()) }
+func (f *fairQueue) bytes() int64           { return f.nbytes.Load() }
 
 func (f *fairQueue) blockedPuts() int {
 	f.mu.Lock()

@@ -34,7 +34,7 @@ type waitQueue interface {
 	// for room.
 	pop() *item
 	// ready holds a wake-up token per put, for the couriers waiting on it.
-	ready() chan struct{}
+	ready() <-chan struct{}
 	// len is the number of messages queued; bytes their payload bytes
 	// (counted only with QueueBytes).
 	len() int
@@ -48,9 +48,7 @@ func newWaitQueue(cfg *Config, stopping <-chan struct{}, log *slog.Logger) (wait
 	if cfg.Fairness != nil || cfg.Priority != nil {
 		return newFairQueue(cfg, stopping, log)
 	}
-	q := newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
-	q.stopping = stopping
-	return q, nil
+	return newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight, stopping), nil
 }
 
 // popQueued takes the next queued message (nil if none).
@@ -58,7 +56,7 @@ func (e *Engine) popQueued() *item { return e.queue.pop() }
 
 // queueAvail is what a courier holding a slot waits on for a message (nil,
 // never ready, without a slot).
-func (e *Engine) queueAvail(slot bool) chan struct{} {
+func (e *Engine) queueAvail(slot bool) <-chan struct{} {
 	if !slot {
 		return nil
 	}

@@ -108,7 +108,7 @@ func (e *Engine) Status() Status {
 		InFlight:       e.stats.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
 		Workers:        int(e.crew.running.Load()),
-		Retrying:       e.delayed.len(),
+		Retrying:       e.delayed.Len(),
 		Pauses:         e.pause.pauses.Load(),
 
 		Consumed:         e.stats.consumed.Load(),
