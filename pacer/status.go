@@ -133,7 +133,7 @@ func (e *Engine) Status() Status {
 		s.FloorRate = floor
 	}
 	if f, ok := e.queue.(*fairQueue); ok {
-		s.FairShareWaits = f.blocked.Load()
+		s.FairShareWaits = f.q.ShareWaits()
 		s.FairDeferred = f.nDefer.Load()
 	}
 	s.HandOversWaiting = e.queue.blockedPuts()
