@@ -20,8 +20,9 @@ import (
 // O(what is held) when little is.
 
 // waitQueue is the queue between the source and the couriers: fifoQueue
-// (fifo.go) or, with Fairness or Priority, fairQueue (fair.go). The
-// message path sees only this.
+// (fifo.go) or, with Fairness or Priority, fairQueue (fair.go), each a
+// thin adapter over a container of pacer/waitqueue. The message path sees
+// only this.
 type waitQueue interface {
 	// put queues it, waiting while the queue is full (or its key holds
 	// its share); it gives up with ErrStopping once the engine stops, or
