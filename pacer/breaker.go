@@ -183,13 +183,13 @@ func (e *Engine) suspectSettled(it *item) {
 	}
 }
 
-// handBackDelay is the Nak delay of an item still waiting when the engine
-// stops: what is left of its wait, none for a parked suspect.
-func handBackDelay(it *item, now time.Time) time.Duration {
+// handBackDelay is the Nak delay of an item still waiting (until due) when
+// the engine stops: what is left of its wait, none for a parked suspect.
+func handBackDelay(it *item, due, now time.Time) time.Duration {
 	if it.suspect {
 		return 0
 	}
-	return max(0, it.due.Sub(now))
+	return max(0, due.Sub(now))
 }
 
 // delivered tells the breaker about a delivery; if it closes the breaker,

@@ -198,7 +198,7 @@ func (e *Engine) spawn() {
 func (e *Engine) retire() bool {
 	c := &e.crew
 	c.running.Add(-1)
-	if e.queued() == 0 && e.delayed.len() == 0 {
+	if e.queued() == 0 && e.delayed.Len() == 0 {
 		return true
 	}
 	for {

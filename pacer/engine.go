@@ -13,6 +13,7 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer/breaker"
 	"github.com/pacer-dev/pacer/pacer/limit"
+	"github.com/pacer-dev/pacer/pacer/waitqueue"
 )
 
 // Engine moves messages from a Source through the shaper to a Sink.
@@ -154,8 +155,7 @@ func New(cfg Config) (*Engine, error) {
 	e.queue = q
 	e.spin, _ = cfg.Clock.(spinner)
 	e.crew.max = int64(cfg.MaxInFlight)
-	e.delayed.wake = make(chan struct{}, cfg.MaxInFlight)
-	e.delayed.kick = make(chan struct{}, 1)
+	e.delayed = delayQueue{waitqueue.NewDelay[*item](cfg.MaxInFlight)}
 	if cfg.Ordering == OrderKey {
 		e.keys.parked = make(map[string][]*item)
 	}
@@ -506,7 +506,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// the delay queue), so repeat until both are empty.
 	for {
 		now := e.clock.Now()
-		dr := e.delayed.drain()
+		dr := e.delayed.Drain()
 		e.keys.mu.Lock()
 		var parked []*item
 		for k, q := range e.keys.parked {
@@ -520,8 +520,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		for _, it := range parked {
 			e.handBack(it, 0)
 		}
-		for _, it := range dr {
-			e.handBack(it, handBackDelay(it, now))
+		for _, d := range dr {
+			e.handBack(d.Value, handBackDelay(d.Value, d.Due, now))
 		}
 	}
 	e.flushDeadLetterLog()

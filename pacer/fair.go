@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/waitqueue"
 )
 
 // Fairness orders the waiting messages weighted-fair across keys (tenants)
@@ -99,32 +99,21 @@ func (p *Priority) validate() error {
 	return nil
 }
 
-// fairQueue replaces the FIFO channel between the source and the couriers
-// when Fairness or Priority is set: deliver pushes into an
-// algorithms.FairQueue (bounded by QueueSize, and per key and lane by
-// MaxShare) and the couriers pop from it in fair order. A push leaves a
-// wake-up token for a waiting courier (avail holds up to MaxInFlight, and a
-// courier pops before it waits, so no wake-up is lost); a pop wakes the
-// deliveries waiting for room.
+// fairQueue is the queue between the source and the couriers when
+// Fairness or Priority is set: a waitqueue.Fair of items (bounded by
+// QueueSize, and per key and lane by MaxShare), sorted by the message's
+// fairness key and lane; the couriers pop in fair order. What the
+// container cannot do is here: the keys and lanes of messages, and
+// handing a message to Fairness.Defer.
 type fairQueue struct {
-	mu      sync.Mutex
-	q       *algorithms.FairQueue[*item]
-	waiting roomWaiters   // deliveries waiting for room, woken on a pop
-	avail   chan struct{} // wake-up tokens for couriers
-	n       atomic.Int64  // q.Len(), readable without the lock
-	blocked atomic.Uint64 // deliveries that waited for their key's share
+	q *waitqueue.Fair[*item]
 
 	deferFn  func(ctx context.Context, m *Message) error // Fairness.Defer
 	deferred func(m *Message) bool
-	out      map[string]int // per key: deferred messages not yet back (Defer)
-	nDefer   atomic.Uint64  // messages deferred
+	nDefer   atomic.Uint64 // messages deferred
 
 	fns atomic.Pointer[fairFns] // replaced whole by a reload
 
-	// nbytes is the payload bytes handed over and not yet popped (counted
-	// only with QueueBytes): the bound pauses the source but does not
-	// block put.
-	nbytes   atomic.Int64
 	stopping <-chan struct{}
 	log      *slog.Logger
 }
@@ -142,14 +131,14 @@ func (f *fairQueue) keyOf(m *Message) []byte { return f.fns.Load().keyOf(m) }
 
 func newFairQueue(cfg *Config, stopping <-chan struct{}, log *slog.Logger) (*fairQueue, error) {
 	fns, fc := fairSettings(cfg)
-	f := &fairQueue{avail: make(chan struct{}, cfg.MaxInFlight), stopping: stopping, log: log}
+	f := &fairQueue{stopping: stopping, log: log}
 	if fr := cfg.Fairness; fr != nil && fr.Defer != nil {
-		f.deferFn, f.deferred, f.out = fr.Defer, fr.Deferred, map[string]int{}
+		f.deferFn, f.deferred = fr.Defer, fr.Deferred
 		if f.deferred == nil {
 			f.deferred = func(*Message) bool { return false }
 		}
 	}
-	q, err := algorithms.NewFairQueue[*item](fc)
+	q, err := waitqueue.NewFair(fc, cfg.MaxInFlight, itemSize)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -237,135 +226,61 @@ func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
 	e.sh.mu.Unlock()
 	cfg.Fairness, cfg.Priority = f, p
 	fns, fc := fairSettings(&cfg)
-	fq.mu.Lock()
-	err := fq.q.Reconfigure(fc)
-	if err == nil {
-		fq.fns.Store(fns)
-	}
-	fq.mu.Unlock()
-	if err != nil {
+	// Room may have grown (a larger share): Reconfigure wakes the
+	// deliveries waiting.
+	if err := fq.q.Reconfigure(fc, func() { fq.fns.Store(fns) }); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	// Room may have grown (a larger share): wake the deliveries waiting.
-	fq.mu.Lock()
-	fq.waiting.wakeAll()
-	fq.mu.Unlock()
 	return nil
 }
 
-// errDefer is putOrDefer's answer when the message is to be deferred
-// (Defer); errDeferred is put's once Defer took it.
-var (
-	errDefer    = errors.New("pacer: defer")
-	errDeferred = errors.New("pacer: deferred")
-)
+// errDeferred is put's answer once Fairness.Defer took the message.
+var errDeferred = errors.New("pacer: deferred")
 
 // put queues it in fair order, waiting for room; a message of a key at its
 // share goes to Fairness.Defer when set (errDeferred once the broker
 // stored it; if that fails, it waits for its share).
 func (f *fairQueue) put(ctx context.Context, it *item) error {
 	size := it.size
-	f.nbytes.Add(size)
+	f.q.AddBytes(size)
 	m := it.m
 	err := f.putOrDefer(ctx, it, true)
-	if err == errDefer {
+	if err == waitqueue.ErrDefer {
 		derr := f.deferFn(ctx, m)
 		if derr == nil {
 			f.nDefer.Add(1)
-			f.nbytes.Add(-size)
+			f.q.AddBytes(-size)
 			return errDeferred
 		}
-		f.undefer(m)
+		f.q.Undefer(f.keyOf(m))
 		f.log.Warn("pacer: deferring a message of a key at its share failed; it waits for its share", "id", m.ID, "err", derr)
 		err = f.putOrDefer(ctx, it, false)
 	}
 	if err != nil {
-		f.nbytes.Add(-size)
+		f.q.AddBytes(-size)
 	}
-	return err
+	return stoppingErr(err)
 }
 
-func (f *fairQueue) ready() chan struct{} { return f.avail }
-func (f *fairQueue) len() int             { return int(f.n.Load()) }
-func (f *fairQueue) bytes() int64         { return f.nbytes.Load() }
+func (f *fairQueue) ready() <-chan struct{} { return f.q.Ready() }
+func (f *fairQueue) len() int               { return f.q.Len() }
+func (f *fairQueue) bytes() int64           { return f.q.Bytes() }
+func (f *fairQueue) blockedPuts() int       { return f.q.BlockedPuts() }
 
-func (f *fairQueue) blockedPuts() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.waiting.len()
-}
-
-// putOrDefer queues it, waiting while the queue is full or its key holds its
-// share. It returns ErrStopping or ctx's error when those end the wait, and
-// errDefer (counting the key's message as out) when the message goes to
-// the overflow instead: its key is at its share, or has messages out.
+// putOrDefer queues it under its fairness key and lane, waiting while the
+// queue is full or its key holds its share. With mayDefer and
+// Fairness.Defer set, a message that did not come back from the deferral
+// topic goes to the overflow instead (waitqueue.ErrDefer): its key is at
+// its share, or has messages out.
 func (f *fairQueue) putOrDefer(ctx context.Context, it *item, mayDefer bool) error {
-	key, lane := f.keyOf(it.m), f.lane(it.m)
 	back := f.deferFn != nil && f.deferred(it.m)
 	mayDefer = mayDefer && f.deferFn != nil && !back
-	counted := false
-	for {
-		f.mu.Lock()
-		if mayDefer && f.out[string(key)] > 0 {
-			f.out[string(key)]++
-			f.mu.Unlock()
-			return errDefer
-		}
-		st := f.q.Push(lane, key, it)
-		if st == algorithms.FairKeyFull && mayDefer {
-			f.out[string(key)]++
-			f.mu.Unlock()
-			return errDefer
-		}
-		if st == algorithms.FairQueued {
-			f.n.Add(1)
-			if back {
-				if n := f.out[string(key)]; n > 1 {
-					f.out[string(key)] = n - 1
-				} else {
-					delete(f.out, string(key))
-				}
-			}
-			f.mu.Unlock()
-			select {
-			case f.avail <- struct{}{}:
-			default: // MaxInFlight wake-ups are pending already
-			}
-			return nil
-		}
-		if st == algorithms.FairKeyFull && !counted {
-			counted = true
-			f.blocked.Add(1)
-		}
-		if err := f.waiting.wait(ctx, &f.mu, f.stopping); err != nil {
-			return err
-		}
-	}
-}
-
-// undefer forgets one deferred message of m's key (its republish failed).
-func (f *fairQueue) undefer(m *Message) {
-	key := string(f.keyOf(m))
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n := f.out[key]; n > 1 {
-		f.out[key] = n - 1
-	} else {
-		delete(f.out, key)
-	}
+	return f.q.Put(ctx, f.stopping, it, f.keyOf(it.m), f.lane(it.m), mayDefer, back)
 }
 
 // pop takes the next message in fair order (nil if none), waking the
 // deliveries that wait for room.
 func (f *fairQueue) pop() *item {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	it, ok := f.q.Pop()
-	if !ok {
-		return nil
-	}
-	f.n.Add(-1)
-	f.nbytes.Add(-it.size)
-	f.waiting.wakeAll()
+	it, _ := f.q.Pop()
 	return it
 }

@@ -94,8 +94,6 @@ type item struct {
 	enq      time.Time // when the source handed it over
 	first    time.Time // first attempt (zero before it)
 	admitted time.Time // latest admission
-	due      time.Time // retry: not before this
-	seq      uint64    // FIFO tie-break in the delay queue
 	key      string
 	settled  atomic.Bool
 	hasKey   bool   // key holds the ordering key (OrderKey)

@@ -3,8 +3,6 @@ package pacer
 import (
 	"context"
 	"log/slog"
-	"slices"
-	"sync"
 )
 
 // The queue sits between the source and the couriers: a FIFO (fifoQueue)
@@ -22,8 +20,9 @@ import (
 // O(what is held) when little is.
 
 // waitQueue is the queue between the source and the couriers: fifoQueue
-// (fifo.go) or, with Fairness or Priority, fairQueue (fair.go). The
-// message path sees only this.
+// (fifo.go) or, with Fairness or Priority, fairQueue (fair.go), each a
+// thin adapter over a container of pacer/waitqueue. The message path sees
+// only this.
 type waitQueue interface {
 	// put queues it, waiting while the queue is full (or its key holds
 	// its share); it gives up with ErrStopping once the engine stops, or
@@ -34,7 +33,7 @@ type waitQueue interface {
 	// for room.
 	pop() *item
 	// ready holds a wake-up token per put, for the couriers waiting on it.
-	ready() chan struct{}
+	ready() <-chan struct{}
 	// len is the number of messages queued; bytes their payload bytes
 	// (counted only with QueueBytes).
 	len() int
@@ -48,9 +47,7 @@ func newWaitQueue(cfg *Config, stopping <-chan struct{}, log *slog.Logger) (wait
 	if cfg.Fairness != nil || cfg.Priority != nil {
 		return newFairQueue(cfg, stopping, log)
 	}
-	q := newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight)
-	q.stopping = stopping
-	return q, nil
+	return newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight, stopping), nil
 }
 
 // popQueued takes the next queued message (nil if none).
@@ -58,7 +55,7 @@ func (e *Engine) popQueued() *item { return e.queue.pop() }
 
 // queueAvail is what a courier holding a slot waits on for a message (nil,
 // never ready, without a slot).
-func (e *Engine) queueAvail(slot bool) chan struct{} {
+func (e *Engine) queueAvail(slot bool) <-chan struct{} {
 	if !slot {
 		return nil
 	}
@@ -79,63 +76,4 @@ func (e *Engine) queueFull() bool {
 // and half of QueueBytes: a source paused for a full queue may resume.
 func (e *Engine) queueLow() bool {
 	return e.queued() <= e.cfg.LowWatermark && (e.cfg.QueueBytes == 0 || e.queue.bytes() <= e.cfg.QueueBytes/2)
-}
-
-// roomWaiters are the deliveries waiting for room in a queue (the FIFO
-// queue or the fair one), each on its own wake-up channel (buffered 1,
-// pooled). The queue's mutex guards the list: wait is called with it held,
-// wakeAll with it held.
-type roomWaiters struct {
-	list  []chan struct{}
-	chans sync.Pool
-}
-
-// wait registers the caller, unlocks mu (held on entry) and waits for a
-// wake-up, the engine stopping (ErrStopping) or ctx; it returns with mu
-// unlocked. A nil error means room may have appeared: the caller checks
-// again under the lock.
-func (w *roomWaiters) wait(ctx context.Context, mu *sync.Mutex, stopping <-chan struct{}) error {
-	ch, _ := w.chans.Get().(chan struct{})
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-	}
-	w.list = append(w.list, ch)
-	mu.Unlock()
-	var err error
-	select {
-	case <-ch:
-	case <-stopping:
-		err = ErrStopping
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
-		mu.Lock()
-		if i := slices.Index(w.list, ch); i >= 0 {
-			w.list = slices.Delete(w.list, i, i+1)
-		}
-		mu.Unlock()
-		select { // a wake-up sent before we left
-		case <-ch:
-		default:
-		}
-	}
-	w.chans.Put(ch)
-	return err
-}
-
-// len is how many callers are registered: each is blocked in wait, or
-// about to block, until a wakeAll (or ctx, or stopping); the queue's mutex
-// is held.
-func (w *roomWaiters) len() int { return len(w.list) }
-
-// wakeAll wakes every registered waiter and empties the list; the queue's
-// mutex is held. It never blocks: each channel gets one wake-up per
-// registration.
-func (w *roomWaiters) wakeAll() {
-	for i, ch := range w.list {
-		ch <- struct{}{}
-		w.list[i] = nil
-	}
-	w.list = w.list[:0]
 }

@@ -37,12 +37,13 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 	}
 	for {
 		var due time.Time
-		if e.delayed.len() > 0 {
+		if e.delayed.Len() > 0 {
 			var it *item
-			it, due = e.delayed.pop(e.clock.Now())
-			if it != nil {
-				if e.delayed.len() > 0 {
-					e.delayed.signal() // someone must own the timer for the rest
+			var ok bool
+			it, ok, due = e.delayed.PopDue(e.clock.Now())
+			if ok {
+				if e.delayed.Len() > 0 {
+					e.delayed.Signal() // someone must own the timer for the rest
 				}
 				return it, gotItem
 			}
@@ -71,10 +72,10 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		// (no herd of MaxInFlight timers firing for one message); a push
 		// kicks the owner so an earlier due time is re-armed.
 		var wake time.Time
-		var kick chan struct{}
+		var kick <-chan struct{}
 		owner := !due.IsZero() && e.turns.timerOwner.CompareAndSwap(false, true)
 		if owner {
-			wake, kick = due, e.delayed.kick
+			wake, kick = due, e.delayed.Kick()
 		}
 		if !deadline.IsZero() && (wake.IsZero() || deadline.Before(wake)) {
 			wake = deadline
@@ -100,7 +101,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 				received = true
 				got = e.take(it) // nil: parked behind its key, holding the slot
 			}
-		case <-e.delayed.wake:
+		case <-e.delayed.Wake():
 		case <-kick:
 		case <-e.life.finished:
 			st = done
@@ -118,8 +119,8 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 			e.turns.timerOwner.Store(false)
 			// Leaving with work or for good: hand the timer to another
 			// waiter. (Looping back, this courier takes it again itself.)
-			if (received && got != nil || st != gotItem) && e.delayed.len() > 0 {
-				e.delayed.signal()
+			if (received && got != nil || st != gotItem) && e.delayed.Len() > 0 {
+				e.delayed.Signal()
 			}
 		}
 		if received {

@@ -108,7 +108,7 @@ func (e *Engine) Status() Status {
 		InFlight:       e.stats.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
 		Workers:        int(e.crew.running.Load()),
-		Retrying:       e.delayed.len(),
+		Retrying:       e.delayed.Len(),
 		Pauses:         e.pause.pauses.Load(),
 
 		Consumed:         e.stats.consumed.Load(),
@@ -133,7 +133,7 @@ func (e *Engine) Status() Status {
 		s.FloorRate = floor
 	}
 	if f, ok := e.queue.(*fairQueue); ok {
-		s.FairShareWaits = f.blocked.Load()
+		s.FairShareWaits = f.q.ShareWaits()
 		s.FairDeferred = f.nDefer.Load()
 	}
 	s.HandOversWaiting = e.queue.blockedPuts()
