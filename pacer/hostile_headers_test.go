@@ -1,20 +1,19 @@
 package pacer_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 	"github.com/pacer-dev/pacer/sinks/httpsink"
@@ -30,24 +29,6 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp := rec.Result()
 	resp.Request = req
 	return resp, nil
-}
-
-// syncBuf is a bytes.Buffer safe for the engine's concurrent logging.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // One hostile answer must not stop the worker: every wait the downstream
@@ -127,7 +108,7 @@ func TestHostileHeaders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var logs syncBuf
+				var logs testkit.LogBuffer
 				msgs := pacertest.Messages(5)
 				led := pacertest.NewLedger()
 				led.Attach(msgs)

@@ -1,7 +1,6 @@
 package redislimit
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 )
 
 // env is one Redis for a test: testenv's choice (PACER_TEST_REDIS_URL, a
@@ -138,25 +138,7 @@ func (h *recHooks) seen() []Mode {
 	return append([]Mode(nil), h.modes...)
 }
 
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func textLogger(w *syncBuf) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+func textLogger(w *testkit.LogBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 // fill makes l's budget for key (nil: the shared one) full in Redis, as a
 // budget left idle long enough is: a missing key is an empty bucket.

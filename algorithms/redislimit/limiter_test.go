@@ -374,7 +374,7 @@ func TestOutage(t *testing.T) {
 			opt.ContextTimeoutEnabled = true
 			c := goredis.NewClient(opt)
 			t.Cleanup(func() { _ = c.Close() })
-			var logs syncBuf
+			var logs testkit.LogBuffer
 			hooks := &recHooks{}
 			cfg := e.cfg("outage-"+policy.String(), algorithms.PerSecond(1000), 20)
 			cfg.URL, cfg.Client = "", c
@@ -513,7 +513,7 @@ func TestURLAuthTLSDB(t *testing.T) {
 		t.Fatalf("bucket not in db 3: db3 %v db0 %v", m.DB(3).Keys(), m.DB(0).Keys())
 	}
 
-	var logs syncBuf
+	var logs testkit.LogBuffer
 	bad := base
 	bad.URL, bad.Logger = "rediss://:wrong@"+m.Addr()+"/3?skip_verify=true", textLogger(&logs)
 	lb := newLimiter(t, bad)

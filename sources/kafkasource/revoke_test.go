@@ -155,7 +155,7 @@ func TestRebalanceWaitsForDeliveriesAtTheSink(t *testing.T) {
 // logged, and the next owner delivers the message again.
 func TestRevokeTimeoutBoundsTheWait(t *testing.T) {
 	brokers, topic := filledTopic(t, "revto", 1, 1)
-	var logs syncBuf
+	var logs testkit.LogBuffer
 	cfg := kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 20 * time.Millisecond,
 		RevokeTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))}

@@ -1,12 +1,10 @@
 package kafkasource_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,14 +17,6 @@ import (
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // TestRunWaitsForBrokers: started while no broker answers, Run does not
 // fail: it retries with a clear warning, Ready says why, and it consumes
 // once the broker comes up.
@@ -36,7 +26,7 @@ func TestRunWaitsForBrokers(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	var logs syncBuf
+	var logs testkit.LogBuffer
 	s, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: []string{addr}}, Group: "g", Topics: []string{"t"},
 		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})

@@ -1,11 +1,9 @@
 package natssource_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,14 +13,6 @@ import (
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/natssource"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestRunWaitsForServer: started while the server is down, Run retries
 // with a clear warning, Ready says why, and it consumes once the server is
@@ -35,7 +25,7 @@ func TestRunWaitsForServer(t *testing.T) {
 	publishN(t, js, name+".in", 0, 3)
 	srv.Shutdown()
 
-	var logs syncBuf
+	var logs testkit.LogBuffer
 	s := newSource(t, natssource.Config{Conn: natssource.Conn{URL: srv.URL()}, Stream: name, Consumer: "c", Create: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx, cancel := context.WithCancel(context.Background())

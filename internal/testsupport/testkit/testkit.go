@@ -1,6 +1,7 @@
 // Package testkit owns the helpers every pacer test shares: one fake clock
-// for code that takes the time as an argument, and one Eventually for
-// waiting on a real server's or process's progress. It imports nothing of
+// for code that takes the time as an argument, one Eventually for
+// waiting on a real server's or process's progress, and one LogBuffer for
+// reading back what concurrent code logged. It imports nothing of
 // pacer's, so any package's tests may use it.
 //
 // Logic is never timed with Eventually: code under test that takes `now`
