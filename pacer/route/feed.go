@@ -1,0 +1,199 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// feed is the Router's one background goroutine. Woken by a hand-over that
+// held a message, an engine that started or whose queue drained, or an
+// engine that ended, it opens the lanes that wait for an engine (within
+// MaxActive, closing the least recently active idle lanes to make room),
+// moves held messages into engines that can take them, and every
+// IdleAfter/2 closes the lanes idle for IdleAfter. A lane's engine is built
+// here, never on the source's goroutine. An engine that cannot be built
+// stops the Router (stop cancels the source).
+func (r *Router) feed(ctx context.Context, stop context.CancelFunc) {
+	tick := max(r.cfg.IdleAfter/2, time.Millisecond)
+	t := r.cfg.Clock.NewTimer(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-t.C():
+			r.closeIdle(r.cfg.Clock.Now(), 0)
+			t.Reset(tick)
+		}
+		if err := r.openWaiting(); err != nil {
+			r.mu.Lock()
+			if r.fatal == nil {
+				r.fatal = err
+			}
+			r.mu.Unlock()
+			r.log.Error("route: cannot start a destination; stopping", "err", err)
+			stop()
+			return
+		}
+		r.moveHeld()
+	}
+}
+
+// openWaiting builds an engine for each lane that holds messages and has
+// none, as far as MaxActive allows.
+func (r *Router) openWaiting() error {
+	r.mu.Lock()
+	var waiting []*lane
+	for _, l := range r.lanes {
+		if l.eng == nil && !l.opening && len(l.held) > 0 {
+			waiting = append(waiting, l)
+		}
+	}
+	over := r.active + len(waiting) - r.cfg.MaxActive
+	r.mu.Unlock()
+	if len(waiting) == 0 {
+		return nil
+	}
+	if over > 0 {
+		r.closeIdle(r.cfg.Clock.Now(), over)
+	}
+	for _, l := range waiting {
+		r.mu.Lock()
+		if r.stopping || r.active >= r.cfg.MaxActive || l.closed {
+			r.mu.Unlock()
+			continue
+		}
+		l.opening = true
+		r.active++
+		r.stats.peakActive = max(r.stats.peakActive, r.active)
+		r.mu.Unlock()
+		if err := r.open(l); err != nil {
+			r.mu.Lock()
+			r.active--
+			l.opening = false
+			r.mu.Unlock()
+			return err
+		}
+	}
+	return nil
+}
+
+// open builds l's engine and runs it.
+func (r *Router) open(l *lane) error {
+	cfg, err := r.cfg.Engine(l.dest)
+	if err == nil && (cfg.Fairness != nil || cfg.Priority != nil) {
+		err = errors.New("fairness and priority inside one destination are not supported")
+	}
+	var eng *pacer.Engine
+	if err == nil {
+		cfg.Source = laneSource{l}
+		cfg.Hooks = append(append(pacer.Hooks(nil), cfg.Hooks...), laneHook{l})
+		eng, err = pacer.New(cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("route: destination %q: %w", l.dest, err)
+	}
+	r.mu.Lock()
+	l.eng = eng
+	l.opening = false
+	r.stats.opened++
+	ctx := r.runCtx
+	r.engines.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.engines.Done()
+		if err := eng.Run(ctx); err != nil {
+			r.log.Error("route: destination's engine stopped", "destination", l.dest, "err", err)
+		}
+		r.mu.Lock()
+		r.active--
+		r.mu.Unlock()
+		r.wakeFeeder() // room for a waiting lane
+	}()
+	return nil
+}
+
+// moveHeld hands held messages, in order, to the engines that can take
+// them now.
+func (r *Router) moveHeld() {
+	r.mu.Lock()
+	var ready []*lane
+	for _, l := range r.lanes {
+		if len(l.held) > 0 && l.ready && !l.full.Load() {
+			ready = append(ready, l)
+		}
+	}
+	ctx := r.runCtx
+	r.mu.Unlock()
+	for _, l := range ready {
+		l.mu.Lock()
+		for {
+			r.mu.Lock()
+			if l.closed || !l.ready || l.full.Load() || len(l.held) == 0 {
+				r.mu.Unlock()
+				break
+			}
+			m := l.held[0]
+			l.held[0] = nil
+			l.held = l.held[1:]
+			if len(l.held) == 0 {
+				l.held = nil
+			}
+			r.held--
+			r.signalRoomLocked()
+			r.mu.Unlock()
+			l.outstanding.Add(1)
+			_ = l.handOver(ctx, m) // an error: the engine stopped and settled m
+		}
+		l.mu.Unlock()
+	}
+}
+
+// closeIdle closes the lanes that have been idle (nothing held, nothing
+// outstanding) for IdleAfter at now, and, when atLeast > 0, as many more of
+// the least recently active idle lanes as needed to close atLeast in all
+// (to make room under MaxActive).
+func (r *Router) closeIdle(now time.Time, atLeast int) {
+	r.mu.Lock()
+	var idle []*lane
+	for d, l := range r.lanes {
+		switch {
+		case l.eng == nil && !l.opening && len(l.held) == 0:
+			// Made by a hand-over that has not held its message yet, or
+			// that gave up (its context ended): it retries on a new lane.
+			l.closed = true
+			delete(r.lanes, d)
+		case l.eng != nil && l.ready && !l.closed && l.idle():
+			idle = append(idle, l)
+		}
+	}
+	r.mu.Unlock()
+	sort.Slice(idle, func(i, j int) bool { return idle[i].lastActive.Load() < idle[j].lastActive.Load() })
+	closed := 0
+	for _, l := range idle {
+		old := now.Sub(time.Unix(0, l.lastActive.Load())) >= r.cfg.IdleAfter
+		if !old && closed >= atLeast {
+			break
+		}
+		l.mu.Lock()
+		r.mu.Lock()
+		ok := !l.closed && l.idle()
+		if ok {
+			l.closed = true
+			delete(r.lanes, l.dest)
+			r.stats.closed++
+			closed++
+		}
+		r.mu.Unlock()
+		l.mu.Unlock()
+		if ok {
+			l.close() // its engine finishes (it holds nothing) and ends
+		}
+	}
+}

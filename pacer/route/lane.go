@@ -1,0 +1,122 @@
+package route
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// lane is one destination: the messages the Router holds for it and, once
+// opened, its engine, which reads the lane as its Source.
+//
+// Lock order: lane.mu, then Router.mu. lane.mu is held across every hand-over
+// into the engine, so a destination's messages enter its engine one at a time
+// and in order, and a hand-over is only made while the engine's queue has
+// room (it never blocks).
+type lane struct {
+	r    *Router
+	dest string
+	mu   sync.Mutex
+
+	// Guarded by Router.mu.
+	held    []*pacer.Message // waiting for room, in source order
+	eng     *pacer.Engine    // nil until opened
+	opening bool             // the feeder is building its engine
+	ready   bool             // the engine runs the lane: deliver is set
+	closed  bool             // closed (idle, or the Router stops): no more hand-overs
+	deliver func(context.Context, *pacer.Message) error
+
+	full        atomic.Bool  // the engine paused its source: its queue is full, or it stops
+	outstanding atomic.Int64 // handed to the engine and not yet settled
+	lastActive  atomic.Int64 // UnixNano of the last hand-over or settlement
+
+	finish chan struct{} // closed to end the engine's source (the lane closes)
+	once   sync.Once
+}
+
+func newLane(r *Router, dest string, now time.Time) *lane {
+	l := &lane{r: r, dest: dest, finish: make(chan struct{})}
+	l.lastActive.Store(now.UnixNano())
+	return l
+}
+
+// close ends the engine's source: a running engine then finishes what it
+// holds (or, once the Router's engine context is done, gives it back).
+func (l *lane) close() { l.once.Do(func() { close(l.finish) }) }
+
+// idle reports whether the lane has nothing held and nothing outstanding.
+// Called with Router.mu held.
+func (l *lane) idle() bool { return len(l.held) == 0 && l.outstanding.Load() == 0 }
+
+// handOver gives m to the engine. Called with l.mu held, after the caller
+// counted m outstanding: the engine settles it (or refuses it, settling it
+// too, when it is stopping).
+func (l *lane) handOver(ctx context.Context, m *pacer.Message) error {
+	l.lastActive.Store(l.r.cfg.Clock.Now().UnixNano())
+	return l.deliver(ctx, m)
+}
+
+// laneSource is the Source a destination's engine reads: the Router hands
+// messages over through the deliver function the engine gives it. Pause and
+// Resume are not needed: the Router follows the engine's pauses through
+// laneHook.
+type laneSource struct{ l *lane }
+
+func (s laneSource) Pause()  {}
+func (s laneSource) Resume() {}
+
+// Run publishes the engine's deliver function and waits until the lane
+// closes (then it returns nil: the engine finishes what it holds) or the
+// engine stops (ctx done: the messages still held for the lane are given
+// back through the stopping engine, which Naks them, or dead-letters a
+// broker's last delivery).
+func (s laneSource) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
+	l, r := s.l, s.l.r
+	r.mu.Lock()
+	l.deliver = deliver
+	l.ready = true
+	r.mu.Unlock()
+	r.wakeFeeder()
+	select {
+	case <-l.finish:
+	case <-ctx.Done():
+	}
+	if ctx.Err() == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.mu.Lock()
+	held := l.held
+	l.held = nil
+	l.closed = true
+	r.held -= len(held)
+	r.signalRoomLocked()
+	r.mu.Unlock()
+	for _, m := range held {
+		l.outstanding.Add(1)
+		_ = deliver(ctx, m) // refused and settled: the engine stops
+	}
+	return ctx.Err()
+}
+
+// laneHook follows a destination's engine: its pauses (a full queue stops
+// hand-overs into it) and its settlements (what it still holds).
+type laneHook struct{ l *lane }
+
+func (h laneHook) OnPaused(_ bool, reasons pacer.PauseReason) {
+	full := reasons&(pacer.PauseQueueFull|pacer.PauseStopping) != 0
+	if h.l.full.Swap(full) && !full {
+		h.l.r.wakeFeeder()
+	}
+}
+
+func (h laneHook) OnSettled(*pacer.Message, pacer.Settlement) {
+	h.l.lastActive.Store(h.l.r.cfg.Clock.Now().UnixNano())
+	if h.l.outstanding.Add(-1) == 0 {
+		h.l.r.wakeFeeder() // idle now: its place may go to a waiting destination
+	}
+}

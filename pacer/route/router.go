@@ -1,0 +1,333 @@
+// Package route paces one source into many destinations, each at its own
+// limit: a webhook per customer endpoint, an integration per tenant, a
+// crawl per host.
+//
+// A Router reads one pacer.Source and names each message's destination
+// (Config.Destination). Every active destination gets an engine of its own
+// (a pacer.Engine built from Config.Engine): its own queue, shaper, learned
+// limit, in-flight bound and breaker. A destination held by its limit, a
+// Retry-After, an open breaker or a slow answer therefore holds only its
+// own messages; the others keep their pace.
+//
+// Guarantees:
+//   - Every message handed to the Router is handed to its destination's
+//     engine (which settles it as pacer.Engine does) or, when the Router
+//     stops first, given back to its source (Nak, or dead-lettered by the
+//     engine on a broker's last delivery); none is dropped.
+//   - A destination's messages reach its engine in the order the source
+//     handed them over.
+//   - Memory is bounded: at most MaxActive engines run at once, each holding
+//     at most its QueueSize plus in-flight messages, and the Router itself
+//     holds at most HoldSize messages for destinations that cannot take
+//     more now (at most HoldPerDestination of them for any one destination).
+//     A destination with nothing held for IdleAfter is closed: no engine,
+//     no goroutine is kept for an idle destination.
+//   - The source is paused only when a message must wait: its destination
+//     holds HoldPerDestination, or the Router holds HoldSize. It resumes as
+//     soon as there is room again.
+package route
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pacer-dev/pacer/pacer"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxActive          = 1000
+	DefaultIdleAfter          = 30 * time.Second
+	DefaultHoldSize           = 10000
+	DefaultHoldPerDestination = 1000
+)
+
+// ErrInvalidConfig is wrapped by every error New returns.
+var ErrInvalidConfig = errors.New("route: invalid config")
+
+// Config configures a Router. Source, Destination and Engine are required.
+type Config struct {
+	// Source is read by the Router; the engines never see it.
+	Source pacer.Source
+	// Destination names m's destination (a host, a URL prefix, a tenant).
+	// It is called once per message, from the source's goroutines, and
+	// must be cheap and deterministic.
+	Destination func(m *pacer.Message) string
+	// Engine returns the engine configuration of a destination: its Sink,
+	// Shaping, Retry, Adaptive and the rest. It is called each time the
+	// destination becomes active. The Router sets Source and adds a hook of
+	// its own; Hooks given here are kept. An error stops the Router.
+	Engine func(destination string) (pacer.Config, error)
+	// MaxActive bounds the destinations with an engine at once. A message
+	// for a destination beyond it waits (held) until an idle destination
+	// is closed. 0 means DefaultMaxActive.
+	MaxActive int
+	// IdleAfter closes a destination that held nothing for this long. 0
+	// means DefaultIdleAfter.
+	IdleAfter time.Duration
+	// HoldSize bounds the messages the Router holds for destinations that
+	// cannot take them now (queue full, engine starting, MaxActive
+	// reached); HoldPerDestination bounds one destination's share. 0 means
+	// the defaults.
+	HoldSize, HoldPerDestination int
+	// Clock times idle expiry; nil means pacer.SystemClock.
+	Clock pacer.Clock
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Source == nil {
+		errs = append(errs, errors.New("Source is nil"))
+	}
+	if c.Destination == nil {
+		errs = append(errs, errors.New("Destination is nil"))
+	}
+	if c.Engine == nil {
+		errs = append(errs, errors.New("Engine is nil"))
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{{"MaxActive", &c.MaxActive, DefaultMaxActive}, {"HoldSize", &c.HoldSize, DefaultHoldSize},
+		{"HoldPerDestination", &c.HoldPerDestination, DefaultHoldPerDestination}} {
+		switch {
+		case *f.v < 0:
+			errs = append(errs, fmt.Errorf("%s %d is negative", f.name, *f.v))
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
+	if c.HoldPerDestination > c.HoldSize {
+		c.HoldPerDestination = c.HoldSize
+	}
+	switch {
+	case c.IdleAfter < 0:
+		errs = append(errs, fmt.Errorf("IdleAfter %v is negative", c.IdleAfter))
+	case c.IdleAfter == 0:
+		c.IdleAfter = DefaultIdleAfter
+	}
+	if c.Clock == nil {
+		c.Clock = pacer.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Router hands each message of one source to its destination's engine.
+// Build it with New; Run it once.
+type Router struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	lanes    map[string]*lane // the destinations with an engine or held messages
+	active   int              // lanes with an engine (running or starting)
+	held     int              // messages held across lanes
+	waiters  int              // hand-overs waiting for room
+	room     chan struct{}    // closed and replaced when room appears
+	paused   bool             // the Router paused the source
+	fatal    error            // the first engine build error
+	runCtx   context.Context  // the engines' context
+	stopping bool             // Run is stopping: no new engine
+	engines  sync.WaitGroup   // one per engine goroutine
+	kick     chan struct{}    // wakes the feeder
+	stats    counters
+}
+
+type counters struct {
+	opened, closed, pauses uint64
+	peakActive             int
+}
+
+// New validates cfg and returns a Router.
+func New(cfg Config) (*Router, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Router{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		lanes: make(map[string]*lane),
+		room:  make(chan struct{}),
+		kick:  make(chan struct{}, 1),
+	}, nil
+}
+
+// Run reads the source until ctx is done, the source returns, or a
+// destination's engine cannot be built. When the source returns nil (a
+// finite source), Run waits until every destination's engine has settled
+// what it was handed, then returns nil. When ctx is done, every engine
+// stops as pacer.Engine.Run does (in-flight deliveries drain, queued
+// messages are given back) and the messages the Router held are given
+// back through their engines. Run may be called once.
+func (r *Router) Run(ctx context.Context) error {
+	engCtx, cancelEngines := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEngines()
+	srcCtx, cancelSource := context.WithCancel(ctx)
+	defer cancelSource()
+	r.mu.Lock()
+	if r.runCtx != nil {
+		r.mu.Unlock()
+		return pacer.ErrAlreadyRunning
+	}
+	r.runCtx = engCtx
+	r.mu.Unlock()
+
+	feederDone := make(chan struct{})
+	go func() {
+		defer close(feederDone)
+		r.feed(srcCtx, cancelSource)
+	}()
+	srcErr := r.cfg.Source.Run(srcCtx, r.deliver)
+	finite := srcErr == nil && ctx.Err() == nil && r.fatalErr() == nil
+	if finite {
+		r.drain(ctx)
+	}
+	cancelSource()
+	<-feederDone
+
+	// Close every destination: a finite run has handed everything over
+	// and its engines finish it; otherwise the engines stop and give back
+	// what they and the Router hold.
+	r.mu.Lock()
+	r.stopping = true
+	lanes := make([]*lane, 0, len(r.lanes))
+	for _, l := range r.lanes {
+		lanes = append(lanes, l)
+	}
+	r.mu.Unlock()
+	if finite {
+		for _, l := range lanes {
+			l.close() // its engine finishes what it was handed
+		}
+	} else {
+		cancelEngines() // each engine stops and gives back what it holds
+	}
+	r.engines.Wait()
+	r.mu.Lock()
+	for _, l := range lanes {
+		r.handBackHeld(l)
+	}
+	r.mu.Unlock()
+
+	if err := r.fatalErr(); err != nil {
+		return err
+	}
+	if srcErr != nil && !errors.Is(srcErr, context.Canceled) && !errors.Is(srcErr, context.DeadlineExceeded) {
+		return fmt.Errorf("route: source: %w", srcErr)
+	}
+	return nil
+}
+
+func (r *Router) fatalErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fatal
+}
+
+// drain waits until nothing is held or ctx is done (a finite source).
+func (r *Router) drain(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		held, room := r.held, r.room
+		r.mu.Unlock()
+		if held == 0 {
+			return
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// signalRoomLocked wakes the hand-overs waiting for room (the last of them
+// resumes the source: stopWaiting) and Run's drain.
+func (r *Router) signalRoomLocked() {
+	if r.waiters == 0 && r.held > 0 {
+		return // nobody waits: the drain waits only for held == 0
+	}
+	close(r.room)
+	r.room = make(chan struct{})
+}
+
+// wakeFeeder asks the feeder to look at the lanes again.
+func (r *Router) wakeFeeder() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Status is a snapshot of the Router, for /status.
+type Status struct {
+	// Active is the destinations with an engine; MaxActive their bound.
+	Active    int `json:"active"`
+	MaxActive int `json:"max_active"`
+	// PeakActive is the most destinations that had an engine at once.
+	PeakActive int `json:"peak_active"`
+	// Held is the messages the Router holds for destinations that cannot
+	// take them now; HoldSize its bound.
+	Held     int `json:"held"`
+	HoldSize int `json:"hold_size"`
+	// SourcePaused says the Router paused the source (a message waits for
+	// room); Pauses counts how often.
+	SourcePaused bool   `json:"source_paused"`
+	Pauses       uint64 `json:"pauses"`
+	// Opened and Closed count destinations given an engine and closed
+	// when idle.
+	Opened uint64 `json:"opened"`
+	Closed uint64 `json:"closed"`
+	// Destinations is every destination with an engine or held messages,
+	// by name.
+	Destinations []DestinationStatus `json:"destinations"`
+}
+
+// DestinationStatus is one destination's part of Status.
+type DestinationStatus struct {
+	Name string `json:"name"`
+	// Held is the messages the Router holds for it; Waiting says it has
+	// no engine yet (starting, or MaxActive reached).
+	Held    int  `json:"held"`
+	Waiting bool `json:"waiting,omitempty"`
+	// Engine is its engine's status (nil while it has none).
+	Engine *pacer.Status `json:"engine,omitempty"`
+}
+
+// Status returns a snapshot of the Router and of every destination's
+// engine.
+func (r *Router) Status() Status {
+	r.mu.Lock()
+	st := Status{
+		Active: r.active, MaxActive: r.cfg.MaxActive, Held: r.held, HoldSize: r.cfg.HoldSize,
+		PeakActive: r.stats.peakActive, SourcePaused: r.paused, Pauses: r.stats.pauses, Opened: r.stats.opened, Closed: r.stats.closed,
+	}
+	engines := make([]*pacer.Engine, 0, len(r.lanes))
+	for _, l := range r.lanes {
+		engines = append(engines, l.eng)
+		st.Destinations = append(st.Destinations, DestinationStatus{Name: l.dest, Held: len(l.held), Waiting: !l.ready})
+	}
+	r.mu.Unlock()
+	for i, e := range engines {
+		if e != nil {
+			es := e.Status()
+			st.Destinations[i].Engine = &es
+		}
+	}
+	sort.Slice(st.Destinations, func(i, j int) bool { return st.Destinations[i].Name < st.Destinations[j].Name })
+	return st
+}
