@@ -22,13 +22,16 @@ import (
 type destination struct {
 	name    string
 	limit   float64       // requests/s the API accepts
+	window  bool          // a fixed window of limit per wall-clock second, not a token bucket
 	broken  bool          // answers 500 until the test recovers it
 	latency time.Duration // every answer takes this long
 }
 
 // manyRun is a Router over real HTTP APIs (testapi.Many), every
-// destination configured at 100/s with the auto limit finder, against
-// limits below that: each must find and hold its own.
+// destination configured at 250/s with the auto limit finder, against
+// limits below that: each must find and hold its own. Token-bucket APIs
+// allow a burst of half a second's worth; they and the window APIs send
+// the usual rate-limit headers, and Retry-After on a 429.
 type manyRun struct {
 	dests  []destination
 	apis   *testapi.Many
@@ -40,7 +43,11 @@ type manyRun struct {
 func newManyRun(t *testing.T, dests []destination, seconds float64) *manyRun {
 	cfgs := make(map[string]testapi.Config, len(dests))
 	for _, d := range dests {
-		cfgs[d.name] = testapi.Config{Rate: d.limit, Burst: max(1, int(d.limit/10)), Latency: d.latency}
+		c := testapi.Config{Rate: d.limit, Burst: max(1, int(d.limit/2)), Latency: d.latency}
+		if d.window {
+			c.Limiter, c.Window = testapi.LimiterFixedWindow, time.Second
+		}
+		cfgs[d.name] = c
 	}
 	run := &manyRun{dests: dests, apis: testapi.NewMany(cfgs), ledger: pacertest.NewLedger(), per: map[string]int{}}
 	t.Cleanup(run.apis.Close)
@@ -92,8 +99,8 @@ func (run *manyRun) router(t *testing.T) *route.Router {
 			return pacer.Config{
 				Sink: sink,
 				Shaping: pacer.Shaping{
-					Rate: algorithms.Rate{Count: 100, Per: time.Second}, Burst: 10,
-					Peak: algorithms.Rate{Count: 200, Per: time.Second}, StartEmpty: true,
+					Rate: algorithms.Rate{Count: 250, Per: time.Second}, Burst: 10,
+					Peak: algorithms.Rate{Count: 500, Per: time.Second}, StartEmpty: true,
 				},
 				Adaptive:    pacer.AdaptiveConfig{Mode: pacer.AdaptiveAuto},
 				MaxInFlight: 8,
@@ -122,8 +129,12 @@ func (run *manyRun) report(t *testing.T) float64 {
 		}
 		ratio := rate / d.limit
 		share := float64(st.Throttled) / float64(max(1, st.Accepted+st.Throttled))
-		t.Logf("RESULT %-10s limit %5.0f/s: %6.1f/s (%5.1f%%), 429s %4.1f%%, accepted %d unique %d",
-			d.name, d.limit, rate, 100*ratio, 100*share, st.Accepted, st.Unique)
+		kind := "bucket"
+		if d.window {
+			kind = "window"
+		}
+		t.Logf("RESULT %-8s %-6s limit %5.0f/s: %6.1f/s (%5.1f%%), 429s %4.1f%%, accepted %d unique %d",
+			d.name, kind, d.limit, rate, 100*ratio, 100*share, st.Accepted, st.Unique)
 		if !d.broken && d.latency == 0 {
 			worst = min(worst, ratio)
 		}
@@ -139,7 +150,7 @@ func (run *manyRun) report(t *testing.T) float64 {
 // PACER_MANY_DESTINATIONS=1 runs the 50-destination layout.
 func TestManyDestinationsEachAtItsOwnLimit(t *testing.T) {
 	dests := []destination{
-		{name: "d5", limit: 5}, {name: "d10", limit: 10}, {name: "d20", limit: 20}, {name: "d40", limit: 40},
+		{name: "d5", limit: 5}, {name: "d10", limit: 10, window: true}, {name: "d20", limit: 20}, {name: "d40", limit: 40, window: true},
 		{name: "broken", limit: 20, broken: true}, {name: "slow", limit: 10, latency: 2 * time.Second},
 	}
 	seconds := 4.0
@@ -147,7 +158,7 @@ func TestManyDestinationsEachAtItsOwnLimit(t *testing.T) {
 		dests = dests[:0]
 		for i := range 48 {
 			// 5/s to 200/s, spread geometrically.
-			dests = append(dests, destination{name: fmt.Sprintf("d%02d", i), limit: math.Round(5 * math.Pow(40, float64(i)/47))})
+			dests = append(dests, destination{name: fmt.Sprintf("d%02d", i), limit: math.Round(5 * math.Pow(40, float64(i)/47)), window: i%2 == 1})
 		}
 		dests = append(dests, destination{name: "broken", limit: 20, broken: true}, destination{name: "slow", limit: 10, latency: 2 * time.Second})
 		seconds = 20
