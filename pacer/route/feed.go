@@ -87,16 +87,23 @@ func (r *Router) openWaiting() error {
 // open builds l's engine and runs it.
 func (r *Router) open(l *lane) error {
 	cfg, err := r.cfg.Engine(l.dest)
-	if err == nil && (cfg.Fairness != nil || cfg.Priority != nil) {
+	if err != nil {
+		return fmt.Errorf("route: destination %q: %w", l.dest, err)
+	}
+	if cfg.Fairness != nil || cfg.Priority != nil {
 		err = errors.New("fairness and priority inside one destination are not supported")
+	} else {
+		cfg.Source = laneSource{l}
+		cfg.Hooks = append(append(pacer.Hooks(nil), cfg.Hooks...), laneHook{l})
 	}
 	var eng *pacer.Engine
 	if err == nil {
-		cfg.Source = laneSource{l}
-		cfg.Hooks = append(append(pacer.Hooks(nil), cfg.Hooks...), laneHook{l})
 		eng, err = pacer.New(cfg)
 	}
 	if err != nil {
+		if r.cfg.Release != nil {
+			r.cfg.Release(l.dest, cfg) // Engine built it; it will not run
+		}
 		return fmt.Errorf("route: destination %q: %w", l.dest, err)
 	}
 	r.mu.Lock()
@@ -110,6 +117,9 @@ func (r *Router) open(l *lane) error {
 		defer r.engines.Done()
 		if err := eng.Run(ctx); err != nil {
 			r.log.Error("route: destination's engine stopped", "destination", l.dest, "err", err)
+		}
+		if r.cfg.Release != nil {
+			r.cfg.Release(l.dest, cfg)
 		}
 		r.mu.Lock()
 		r.active--

@@ -63,6 +63,13 @@ type Config struct {
 	// destination becomes active. The Router sets Source and adds a hook of
 	// its own; Hooks given here are kept. An error stops the Router.
 	Engine func(destination string) (pacer.Config, error)
+	// Release, if set, is called with a destination and the configuration
+	// Engine returned for it once that destination's engine has ended
+	// (closed when idle, or the Router stopped), so the caller can close
+	// what it built for it: the sink's connections, a Redis limiter. It is
+	// called once per Engine call that succeeded, from the engine's
+	// goroutine; a destination opened again gets a new Engine call.
+	Release func(destination string, cfg pacer.Config)
 	// MaxActive bounds the destinations with an engine at once. A message
 	// for a destination beyond it waits (held) until an idle destination
 	// is closed. 0 means DefaultMaxActive.

@@ -224,8 +224,10 @@ func TestManyDestinationsSeenOnce(t *testing.T) {
 		}
 		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{}, 0
 	}}
+	var released atomic.Int64
 	r, err := New(Config{
 		Source: pacertest.NewSource(msgs), Destination: destOf, Engine: engineFor(sink, 4),
+		Release:   func(string, pacer.Config) { released.Add(1) },
 		MaxActive: maxActive, IdleAfter: time.Millisecond,
 	})
 	if err != nil {
@@ -244,6 +246,9 @@ func TestManyDestinationsSeenOnce(t *testing.T) {
 	}
 	if st.Opened != n {
 		t.Fatalf("opened %d engines for %d destinations", st.Opened, n)
+	}
+	if released.Load() != n {
+		t.Fatalf("released %d of the %d destinations' configurations", released.Load(), n)
 	}
 	// Each running engine costs a few goroutines (its Run, its source, a
 	// waiter, its couriers): bounded by MaxActive, not by destinations.

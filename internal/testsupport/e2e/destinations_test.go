@@ -107,6 +107,7 @@ func (run *manyRun) router(t *testing.T) *route.Router {
 				Retry:       pacer.RetryConfig{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond, MaxAttempts: pacer.None},
 			}, nil
 		},
+		Release: func(_ string, cfg pacer.Config) { cfg.Sink.(*httpsink.Sink).Close() },
 	})
 	if err != nil {
 		t.Fatal(err)
