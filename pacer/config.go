@@ -251,16 +251,7 @@ func (c *Config) setDefaults() {
 	if r.MaxPause == 0 {
 		r.MaxPause = DefaultMaxPause
 	}
-	a := &c.Adaptive
-	if a.Interval == 0 {
-		a.Interval = time.Second
-	}
-	if a.Decrease == 0 {
-		a.Decrease = 0.5
-	}
-	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
-		a.Kp, a.Ki = 1.0, 0.2
-	}
+	c.Adaptive.SetDefaults()
 	c.Breaker.SetDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -315,20 +306,8 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	a := c.Adaptive
-	if a.Mode > AdaptiveAuto {
-		return fmt.Errorf("%w: Adaptive.Mode %d", ErrInvalidConfig, a.Mode)
-	}
-	if a.Mode != AdaptiveOff && a.Mode != AdaptiveAuto && c.Rate == (algorithms.Rate{}) {
-		return fmt.Errorf("%w: Adaptive.Mode %v needs a Rate to move", ErrInvalidConfig, a.Mode)
-	}
-	if a.Decrease <= 0 || a.Decrease >= 1 {
-		return fmt.Errorf("%w: Adaptive.Decrease %g (want 0 < d < 1)", ErrInvalidConfig, a.Decrease)
-	}
-	if a.Floor != (algorithms.Rate{}) {
-		if err := a.Floor.Validate(); err != nil {
-			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
-		}
+	if err := c.Adaptive.Validate(c.Rate != (algorithms.Rate{})); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Breaker.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
