@@ -195,8 +195,10 @@ func (e *Engine) Ready(ctx context.Context) error {
 		return fmt.Errorf("engine is %s", e.Status().State)
 	}
 	var errs []error
-	if err := e.breakerError(); err != nil {
-		errs = append(errs, err)
+	if e.brk != nil {
+		if err := e.brk.Err(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, p := range []struct {
 		what string
