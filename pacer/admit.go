@@ -1,7 +1,8 @@
 package pacer
 
 // A message's life, step 3: admission through the Retry-After gate (kept
-// by the limit controller, pacer/limit) and the shaper (shaper.go, shape_*.go).
+// by the limit controller, pacer/limit) and the shaper (pacer/shape,
+// built in shaper.go).
 
 import (
 	"context"
@@ -54,7 +55,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 			}
 			holding = true
 		}
-		if e.sh.unlimited.Load() {
+		if e.sh.Unlimited() {
 			e.admitted(grp, time.Time{}, time.Time{})
 			return true
 		}
@@ -62,7 +63,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		if asked.IsZero() {
 			asked = now
 		}
-		if u := e.sh.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
+		if u := e.stateUntil.Load(); u != 0 && now.UnixNano() >= u {
 			// The last save that landed promised nothing admitted after
 			// u; the next one, late (a slow fsync), wakes us.
 			e.pause.set(PauseShaper)
@@ -71,7 +72,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 			}
 			continue
 		}
-		wait, ok, by := e.sh.reserve(now, grp)
+		wait, ok, by := e.sh.Reserve(now, grp)
 		if ok && wait == 0 {
 			e.pause.clear(PauseShaper)
 			e.admitted(grp, now, asked)
@@ -97,7 +98,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 		}
 		e.pause.set(PauseShaper)
 		if wait <= 0 {
-			wait = time.Duration(e.sh.globalRetry.Load())
+			wait = e.sh.GlobalRetry()
 		}
 		if !e.sleepOrWake(ctx, sl, wait) {
 			return false
@@ -107,7 +108,7 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 
 // awaitAdmission waits d for a batch of n the shaper will admit at now+d,
 // and returns early like sleepOrWake. Where a late wake-up would cost
-// throughput the shaper cannot make up (shaper.lateCosts: the wait is the
+// throughput the shaper cannot make up (Shaper.LateCosts: the wait is the
 // peak's spacing, or the bucket is too small to hold what accrues) and the
 // clock is a spinner, it waits precisely: for a deadline within the
 // clock's floor it yields and re-reads the clock until the deadline (at
@@ -120,7 +121,7 @@ func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time,
 		return e.sleepOrWake(ctx, sl, d)
 	}
 	floor := e.spin.spinFloor(now)
-	if floor <= 0 || !e.sh.lateCosts(now, n, floor) {
+	if floor <= 0 || !e.sh.LateCosts(now, n, floor) {
 		return e.sleepOrWake(ctx, sl, d)
 	}
 	if d > floor {

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer/breaker"
@@ -263,16 +262,3 @@ func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {
 }
 
 func (e *Engine) endProbe() { <-e.turns.probe }
-
-// breakerError is what Ready reports while the breaker is open.
-func (e *Engine) breakerError() error {
-	if e.brk == nil || !e.brk.IsOpen() {
-		return nil
-	}
-	s := e.brk.Status()
-	if !s.Open {
-		return nil
-	}
-	return fmt.Errorf("systemic failure (%s) since %s: %s; source paused, nothing dead-lettered, probe %d due %s",
-		s.Class, s.Since.UTC().Format(time.RFC3339), s.Cause, s.Probes+1, s.NextProbe.UTC().Format(time.RFC3339))
-}

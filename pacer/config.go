@@ -7,6 +7,7 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer/limit"
+	"github.com/pacer-dev/pacer/pacer/shape"
 )
 
 // Ordering says which messages may be delivered concurrently.
@@ -51,92 +52,6 @@ func ParseOrdering(s string) (Ordering, error) {
 // bounds instead: its MaxWait of 0 never borrows.
 const None = -1
 
-// Shaping is what decides when a message may go downstream. It is part of
-// Config and can be replaced at runtime with Engine.Reload.
-//
-// The stages run in this order, atomically (a refusal by a later stage gives
-// back what earlier stages granted): PerKey -> Quotas -> token bucket (Rate,
-// Burst) and peak pacer (Peak) -> Global -> GlobalPerKey. A message is admitted at the moment
-// every stage grants it at once, so the admitted stream stays inside each
-// stage's envelope. Cost: every attempt sent downstream costs one permit
-// from every stage (a retry is a request), and a batch of N costs N.
-type Shaping struct {
-	// Rate is the sustained rate (token bucket refill). Zero: unlimited.
-	Rate algorithms.Rate
-	// Burst is the token bucket's capacity; 0 means max(1, BatchSize).
-	Burst int
-	// Peak, if set, spaces admissions at least 1/Peak apart (leaky
-	// bucket): never two closer than 1/Peak, at most Peak*(t2-t1)+1 in any
-	// [t1,t2]. With Rate, it paces the bucket's bursts; alone, it is the
-	// rate (burst 1). On the system clock the engine waits for the peak's
-	// next slot precisely (see Clock), so timer lateness does not eat the
-	// rate.
-	Peak algorithms.Rate
-	// MaxWait is how far ahead the bucket may promise permits before it
-	// refuses; a refusal pauses the source. 0: 5s. None: no borrowing
-	// (refuse whenever permits are not available at once).
-	MaxWait time.Duration
-	// StartEmpty starts the bucket with no tokens (no initial burst).
-	StartEmpty bool
-	// PerKey, if non-nil, limits each message key separately.
-	PerKey *PerKey
-	// KeyOf, if set, is what PerKey and GlobalPerKey key a message by
-	// (e.g. a tenant header); nil: the message key. It must not keep or
-	// change what it is given.
-	KeyOf func(m *Message) []byte
-	// Quotas are extra limiters every message must pass (e.g. 10,000/day).
-	Quotas []algorithms.Limiter
-	// WarmUp, when > 0, ramps admission up to Rate over this long after
-	// start-up (algorithms.WarmUp: a cold start at a third of Rate); once
-	// it has passed, it caps nothing. Needs Rate.
-	WarmUp time.Duration
-	// WarmUpAfterIdle makes the warm-up Guava's: cold again after every
-	// idle period, and a cap on bursts for good. Off: after start-up only.
-	WarmUpAfterIdle bool
-	// Global is a limiter shared with other workers (Redis); its Reserve
-	// must not block. When it refuses, the engine asks again after its hint
-	// (or GlobalRetry when the hint is 0) and pauses the source meanwhile.
-	Global algorithms.Limiter
-	// GlobalPerKey, if non-nil, is a per-key limit shared with other
-	// workers (algorithms/redislimit.Limiter: one bucket per message key across
-	// all workers). It runs last, after Global, keyed like PerKey (KeyOf,
-	// else the message key; no key shares the empty key's budget). Like Global, it
-	// must not block; a refusal is re-asked after its hint or GlobalRetry.
-	GlobalPerKey algorithms.KeyLimiter
-	// GlobalRetry is the re-ask delay after a hintless refusal; 0: 10ms.
-	GlobalRetry time.Duration
-	// LimitBoard, if set, shares what the auto controller learns of the
-	// downstream's limit with every worker of the same Global budget (one
-	// API key): the group's accepted rate is the evidence, the group has
-	// one learned limit and one probe at a time, and the learned rate is
-	// applied to Global (which must be an algorithms.RateLimiter-like
-	// limiter with SetRate and SetBurst, as algorithms/redislimit.Limiter is)
-	// and to this worker's bucket. So N workers together converge to the
-	// API's limit, however the backlog is spread among them.
-	// algorithms/redislimit.Limiter is a LimitBoard next to its budget;
-	// algorithms.LocalLimitBoard serves engines in one process. Needs
-	// Global, GlobalRate, Rate and Adaptive.Mode auto (or pid).
-	LimitBoard algorithms.LimitBoard
-	// GlobalRate is Global's configured rate: the learned limit never
-	// raises Global above it. Needed with LimitBoard.
-	GlobalRate algorithms.Rate
-}
-
-// rateSettable is a limiter whose rate and burst change at runtime (a
-// Global that follows a shared learned limit).
-type rateSettable interface {
-	SetRate(now time.Time, r algorithms.Rate) error
-	SetBurst(now time.Time, burst int) error
-}
-
-// PerKey limits every message key to its own token bucket.
-type PerKey struct {
-	Rate    algorithms.Rate
-	Burst   int           // 0: 1
-	MaxKeys int           // bound on tracked keys; 0: DefaultPerKeyMaxKeys
-	IdleTTL time.Duration // forget a key idle this long; 0: 10m
-}
-
 // RetryConfig governs retryable results.
 //
 // The delay before attempt k+1 is a full-jitter exponential backoff,
@@ -177,9 +92,9 @@ const (
 	DefaultQueueSize     = 1000
 	DefaultMaxInFlight   = 16
 	DefaultDrainTimeout  = 30 * time.Second
-	DefaultMaxWait       = 5 * time.Second
-	DefaultPerKeyMaxKeys = 10_000
-	DefaultPerKeyIdleTTL = 10 * time.Minute
+	DefaultMaxWait       = shape.DefaultMaxWait
+	DefaultPerKeyMaxKeys = shape.DefaultPerKeyMaxKeys
+	DefaultPerKeyIdleTTL = shape.DefaultPerKeyIdleTTL
 	DefaultRetryInitial  = 100 * time.Millisecond
 	DefaultRetryMax      = 30 * time.Second
 	DefaultMaxAttempts   = 10
@@ -336,16 +251,7 @@ func (c *Config) setDefaults() {
 	if r.MaxPause == 0 {
 		r.MaxPause = DefaultMaxPause
 	}
-	a := &c.Adaptive
-	if a.Interval == 0 {
-		a.Interval = time.Second
-	}
-	if a.Decrease == 0 {
-		a.Decrease = 0.5
-	}
-	if !a.NoDefaults && a.Kp == 0 && a.Ki == 0 && a.Kd == 0 {
-		a.Kp, a.Ki = 1.0, 0.2
-	}
+	c.Adaptive.SetDefaults()
 	c.Breaker.SetDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -353,32 +259,7 @@ func (c *Config) setDefaults() {
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
 	}
-	c.Shaping.setDefaults(c.BatchSize)
-}
-
-func (s *Shaping) setDefaults(batch int) {
-	if s.Burst == 0 {
-		s.Burst = max(1, batch)
-	}
-	if s.MaxWait == 0 {
-		s.MaxWait = DefaultMaxWait
-	}
-	if s.GlobalRetry == 0 {
-		s.GlobalRetry = 10 * time.Millisecond
-	}
-	if p := s.PerKey; p != nil {
-		cp := *p
-		if cp.Burst == 0 {
-			cp.Burst = 1
-		}
-		if cp.MaxKeys == 0 {
-			cp.MaxKeys = DefaultPerKeyMaxKeys
-		}
-		if cp.IdleTTL == 0 {
-			cp.IdleTTL = DefaultPerKeyIdleTTL
-		}
-		s.PerKey = &cp
-	}
+	c.Shaping.SetDefaults(c.BatchSize)
 }
 
 func (c *Config) validate() error {
@@ -425,70 +306,14 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	a := c.Adaptive
-	if a.Mode > AdaptiveAuto {
-		return fmt.Errorf("%w: Adaptive.Mode %d", ErrInvalidConfig, a.Mode)
-	}
-	if a.Mode != AdaptiveOff && a.Mode != AdaptiveAuto && c.Rate == (algorithms.Rate{}) {
-		return fmt.Errorf("%w: Adaptive.Mode %v needs a Rate to move", ErrInvalidConfig, a.Mode)
-	}
-	if a.Decrease <= 0 || a.Decrease >= 1 {
-		return fmt.Errorf("%w: Adaptive.Decrease %g (want 0 < d < 1)", ErrInvalidConfig, a.Decrease)
-	}
-	if a.Floor != (algorithms.Rate{}) {
-		if err := a.Floor.Validate(); err != nil {
-			return fmt.Errorf("%w: Adaptive.Floor: %w", ErrInvalidConfig, err)
-		}
+	if err := c.Adaptive.Validate(c.Rate != (algorithms.Rate{})); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Breaker.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return c.Shaping.validate(c.BatchSize)
-}
-
-func (s *Shaping) validate(batch int) error {
-	if s.Rate != (algorithms.Rate{}) {
-		if err := s.Rate.Validate(); err != nil {
-			return fmt.Errorf("%w: Rate: %w", ErrInvalidConfig, err)
-		}
-		if s.Burst < batch {
-			return fmt.Errorf("%w: Burst %d is below BatchSize %d: a batch could never be admitted", ErrInvalidConfig, s.Burst, batch)
-		}
-	}
-	if s.Burst < 1 {
-		return fmt.Errorf("%w: Burst %d (want >= 1)", ErrInvalidConfig, s.Burst)
-	}
-	if s.WarmUp < 0 || (s.WarmUp > 0 && s.Rate == (algorithms.Rate{})) {
-		return fmt.Errorf("%w: WarmUp %v needs a Rate and must not be negative", ErrInvalidConfig, s.WarmUp)
-	}
-	if s.Peak != (algorithms.Rate{}) {
-		if err := s.Peak.Validate(); err != nil {
-			return fmt.Errorf("%w: Peak: %w", ErrInvalidConfig, err)
-		}
-	}
-	if p := s.PerKey; p != nil {
-		if err := p.Rate.Validate(); err != nil {
-			return fmt.Errorf("%w: PerKey.Rate: %w", ErrInvalidConfig, err)
-		}
-		if p.Burst < 1 || p.MaxKeys < 1 || p.IdleTTL < 0 {
-			return fmt.Errorf("%w: PerKey Burst %d MaxKeys %d IdleTTL %v", ErrInvalidConfig, p.Burst, p.MaxKeys, p.IdleTTL)
-		}
-	}
-	for i, q := range s.Quotas {
-		if q == nil {
-			return fmt.Errorf("%w: Quotas[%d] is nil", ErrInvalidConfig, i)
-		}
-	}
-	if s.LimitBoard != nil {
-		if _, ok := s.Global.(rateSettable); !ok {
-			return fmt.Errorf("%w: LimitBoard needs a Global limiter whose rate can be set (SetRate, SetBurst), got %T", ErrInvalidConfig, s.Global)
-		}
-		if err := s.GlobalRate.Validate(); err != nil {
-			return fmt.Errorf("%w: LimitBoard needs GlobalRate, Global's configured rate: %w", ErrInvalidConfig, err)
-		}
-		if s.Rate == (algorithms.Rate{}) {
-			return fmt.Errorf("%w: LimitBoard needs a Rate (the learned limit moves it)", ErrInvalidConfig)
-		}
+	if err := c.Shaping.Validate(c.BatchSize); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +42,7 @@ type Engine struct {
 	log   *slog.Logger
 	hooks hookSet
 
-	sh      shaper
+	sh      *shaper
 	ctrl    *limit.Controller
 	back    *backoff
 	delayed delayQueue
@@ -62,6 +60,11 @@ type Engine struct {
 
 	itemPool sync.Pool
 	stats    counters
+	// stateUntil is the Until of the last periodic state save that landed
+	// (UnixNano; 0: no bound): nothing is admitted at or after it, so a
+	// restart after a kill never credits tokens the dead worker spent
+	// (state.go).
+	stateUntil atomic.Int64
 }
 
 // slotBook bounds what the couriers hold beyond the queue (slots.go).
@@ -131,7 +134,6 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.Quotas = append([]algorithms.Limiter(nil), cfg.Quotas...)
 	e := &Engine{
 		cfg:   cfg,
 		clock: cfg.Clock,
@@ -160,17 +162,13 @@ func New(cfg Config) (*Engine, error) {
 		e.keys.parked = make(map[string][]*item)
 	}
 	now := e.clock.Now()
-	e.sh.born = now
-	stages, bucket, err := buildStages(&e.cfg.Shaping, now)
-	if err != nil {
+	if e.sh, err = newShaper(&e.cfg, q, now); err != nil {
 		return nil, err
 	}
-	e.wireLanes(stages)
-	e.sh.stages, e.sh.bucket = stages, bucket
-	e.sh.unlimited.Store(len(stages) == 0)
+	e.cfg.Shaping = Shaping{} // the shaper's from here on: e.sh.Config()
 	rate := cfg.Rate
-	if bucket != nil {
-		rate = bucket.rate
+	if b, ok := e.sh.Bucket(now); ok {
+		rate = b.Rate
 	}
 	e.ctrl = limit.New(cfg.Adaptive, limit.Params{
 		Rate:        rate,
@@ -186,7 +184,6 @@ func New(cfg Config) (*Engine, error) {
 	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timing.enqueue = cfg.Adaptive.Mode == AdaptivePID
 	e.timing.delivery = cfg.Adaptive.Mode != AdaptiveOff
-	e.sh.globalRetry.Store(int64(cfg.GlobalRetry))
 	e.pause.src = cfg.Source
 	if !cfg.Breaker.Disabled {
 		e.brk = breaker.New(cfg.Breaker, int64(cfg.QueueSize)+e.slots.max)
@@ -207,7 +204,7 @@ func (b bucketDial) SetBurst(now time.Time, burst int) { b.e.applyBurst(now, bur
 // groupOf is the group a Shaping's LimitBoard makes this worker part of
 // (zero: none, or a Global whose rate cannot change).
 func (e *Engine) groupOf(s *Shaping) limit.Group {
-	g, ok := s.Global.(rateSettable)
+	g, ok := s.Global.(limit.GlobalSetter)
 	if s.LimitBoard == nil || !ok {
 		return limit.Group{}
 	}
@@ -219,18 +216,11 @@ func (e *Engine) groupOf(s *Shaping) limit.Group {
 // through a float); controller lock held.
 func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) {
 	to := r.PerSecond()
-	e.sh.mu.Lock()
-	b := e.sh.bucket
-	var from float64
-	var err error
-	if b != nil {
-		from = b.rate.PerSecond()
-		err = b.setRate(now, r)
-	}
-	e.sh.mu.Unlock()
-	if b == nil {
+	was, ok, err := e.sh.SetRate(now, r)
+	if !ok {
 		return
 	}
+	from := was.PerSecond()
 	if err != nil {
 		e.log.Warn("pacer: rate change refused", "to", to, "cause", cause, "err", err)
 		return
@@ -252,14 +242,7 @@ func (e *Engine) applyRateExact(now time.Time, r algorithms.Rate, cause string) 
 // applyBurst sets the bucket's capacity (the limit finder brings it down
 // to what the downstream showed it accepts); controller lock held.
 func (e *Engine) applyBurst(now time.Time, to int) {
-	e.sh.mu.Lock()
-	b := e.sh.bucket
-	var err error
-	if b != nil {
-		err = b.setBurst(now, to)
-	}
-	e.sh.mu.Unlock()
-	if err != nil {
+	if err := e.sh.SetBurst(now, to); err != nil {
 		e.log.Warn("pacer: burst change refused", "to", to, "err", err)
 		return
 	}
@@ -311,97 +294,45 @@ func (e *Engine) SetRate(r algorithms.Rate) error {
 	}
 	now := e.clock.Now()
 	return e.ctrl.SetCeiling(now, r, func() (int, error) {
-		e.sh.mu.Lock()
-		defer e.sh.mu.Unlock()
-		if e.sh.bucket == nil || e.cfg.Rate == (algorithms.Rate{}) {
+		// Under the controller's lock, as Reload's change of the shaping is.
+		c := e.sh.Config()
+		b, ok := e.sh.Bucket(now)
+		if !ok || c.Rate == (algorithms.Rate{}) {
 			return 0, fmt.Errorf("%w: SetRate(%v): no rate configured (use Reload)", ErrInvalidConfig, r)
 		}
-		if peak := e.cfg.Peak; peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
+		if peak := c.Peak; peak != (algorithms.Rate{}) && r.Cmp(peak) > 0 {
 			return 0, fmt.Errorf("%w: SetRate(%v) is above the peak %v", ErrInvalidConfig, r, peak)
 		}
-		return e.sh.bucket.burst, nil
+		return b.Burst, nil
 	})
 }
 
-// Reload replaces the shaping settings at runtime (SIGHUP). Stages whose
-// settings did not change keep their state; a rebuilt token bucket starts
-// empty, so a reload never grants a fresh burst. An unchanged warm-up
-// keeps ramping where it was; a changed one restarts cold only if start-up
-// has not ended. Quotas, Global and
-// GlobalPerKey are taken as given (pass the same limiters to keep their
-// state).
+// Reload replaces the shaping settings at runtime (SIGHUP): the shaper
+// keeps the stages whose settings did not change, with their state (see
+// shape.Shaper.Reload: a rebuilt token bucket starts empty, so a reload
+// never grants a fresh burst; an unchanged warm-up keeps ramping where it
+// was; a changed one restarts cold only if start-up has not ended).
+// Quotas, Global and GlobalPerKey are taken as given (pass the same
+// limiters to keep their state).
 func (e *Engine) Reload(s Shaping) error {
-	s.setDefaults(e.cfg.BatchSize)
-	if err := s.validate(e.cfg.BatchSize); err != nil {
-		return err
+	s.SetDefaults(e.cfg.BatchSize)
+	if err := s.Validate(e.cfg.BatchSize); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	now := e.clock.Now()
 	err := e.ctrl.Reload(now, func() (limit.Reshape, error) {
-		e.sh.mu.Lock()
-		old := e.cfg.Shaping
-		var keep []stage
-		var bucket *bucketStage
-		var warm *warmUpStage
-		sameBucket := e.sh.bucket != nil && s.Rate != (algorithms.Rate{}) && s.Burst == old.Burst && s.Peak == old.Peak && s.MaxWait == old.MaxWait
-		for _, st := range e.sh.stages {
-			switch x := st.(type) {
-			case *keyedStage:
-				if !x.global && s.PerKey != nil && reflect.DeepEqual(*s.PerKey, *old.PerKey) && s.MaxWait == old.MaxWait {
-					keep = append(keep, x)
-				}
-			case *bucketStage:
-				if sameBucket {
-					bucket = x
-				}
-			case *warmUpStage:
-				warm = x
-			}
-		}
-		// A changed warm-up starts cold only while start-up lasts (the new
-		// warm-up's length since New): after it, a reload brings no cold start.
-		startUpOver := !now.Before(e.sh.born.Add(s.WarmUp))
-		nb := s
-		nb.StartEmpty = true
-		stages, newBucket, err := buildStages(&nb, now)
+		old, err := e.sh.Reload(now, s)
 		if err != nil {
-			e.sh.mu.Unlock()
-			return limit.Reshape{}, err
+			return limit.Reshape{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
-		for i, st := range stages {
-			switch x := st.(type) {
-			case *keyedStage:
-				if !x.global && len(keep) > 0 {
-					keep[0].(*keyedStage).keyOf = s.KeyOf // under e.sh.mu, like every stage call
-					stages[i] = keep[0]
-				}
-			case *bucketStage:
-				if bucket != nil {
-					stages[i] = bucket
-					newBucket = bucket
-				}
-			case *warmUpStage:
-				switch {
-				case warm != nil && sameWarmUp(&old, &s):
-					stages[i] = warm
-				case startUpOver && !s.WarmUpAfterIdle:
-					stages[i] = nil
-				}
-			}
-		}
-		stages = slices.DeleteFunc(stages, func(st stage) bool { return st == nil })
-		e.wireLanes(stages)
-		e.sh.stages, e.sh.bucket = stages, newBucket
-		e.sh.unlimited.Store(len(stages) == 0)
-		e.cfg.Shaping = s
-		e.sh.globalRetry.Store(int64(s.GlobalRetry))
-		e.sh.mu.Unlock()
 		// What the controller learned depends on the configured rate (its
 		// ceiling) and the group it shares a limit with: a reload that keeps
 		// them keeps the learned limit (a SIGHUP with an unchanged file used to
 		// send the rate back to the ceiling, and the API answered 429s).
-		r := limit.Reshape{Rate: s.Rate, Burst: s.Burst, Group: e.groupOf(&s), HasBucket: newBucket != nil}
-		if newBucket != nil {
-			r.BucketRate, r.BucketBurst = newBucket.rate.PerSecond(), newBucket.burst
+		r := limit.Reshape{Rate: s.Rate, Burst: s.Burst, Group: e.groupOf(&s)}
+		if b, ok := e.sh.Bucket(now); ok {
+			r.HasBucket = true
+			r.BucketRate, r.BucketBurst = b.Rate.PerSecond(), b.Burst
 			r.KeepLearned = s.Rate != (algorithms.Rate{}) && s.Rate.Cmp(old.Rate) == 0 &&
 				s.GlobalRate.Cmp(old.GlobalRate) == 0 && (s.LimitBoard == nil) == (old.LimitBoard == nil)
 		}
@@ -441,7 +372,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
-	stopShare := e.ctrl.StartSharing(base, e.cfg.Shaping.LimitBoard, e.clock.Now, func(d time.Duration, tick func()) func() { return every(e.clock, d, tick) })
+	stopShare := e.ctrl.StartSharing(base, e.sh.Config().LimitBoard, e.clock.Now, func(d time.Duration, tick func()) func() { return every(e.clock, d, tick) })
 	e.warmSink(ctx) // connections ready before the first admission
 
 	e.crew.start(e, loopCtx)

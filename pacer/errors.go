@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/pacer-dev/pacer/internal/base/redact"
 )
@@ -43,7 +44,7 @@ func (e *DeadLetterError) Error() string {
 	if e.Last != nil {
 		s += ": " + redact.Error(e.Last)
 	}
-	return s + " (after " + itoa(e.Attempts) + " attempts)"
+	return s + " (after " + strconv.Itoa(e.Attempts) + " attempts)"
 }
 
 // Unwrap returns the kind and the sink's error, for errors.Is/As.
@@ -52,26 +53,4 @@ func (e *DeadLetterError) Unwrap() []error {
 		return []error{e.Kind}
 	}
 	return []error{e.Kind, e.Last}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

@@ -221,9 +221,8 @@ func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
 			return err
 		}
 	}
-	e.sh.mu.Lock() // e.cfg.Shaping (KeyOf) changes under it
 	cfg := e.cfg
-	e.sh.mu.Unlock()
+	cfg.Shaping = e.sh.Config() // KeyOf changes with a reload
 	cfg.Fairness, cfg.Priority = f, p
 	fns, fc := fairSettings(&cfg)
 	// Room may have grown (a larger share): Reconfigure wakes the

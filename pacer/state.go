@@ -30,57 +30,26 @@ func NewFileState(dir string) (*FileState, error) {
 	return state.NewFile(dir)
 }
 
-// stateful is the bucket stage's limiter when it can be saved and restored
-// (algorithms.DualRate).
-type stateful interface {
-	State(now time.Time) algorithms.DualRateState
-	Restore(now time.Time, s algorithms.DualRateState)
-}
-
 // restoreFrom lowers the bucket stage to what the saved state allows at now
 // (state.Restore; it never raises it: see algorithms.DualRate.Restore). It
 // returns what it did, for the log.
 func (e *Engine) restoreFrom(now time.Time, s ShaperState, ok bool) string {
-	e.sh.mu.Lock()
-	defer e.sh.mu.Unlock()
-	b := e.sh.bucket
-	if b == nil {
+	var what string
+	bucket, restored := e.sh.RestoreBucket(now, func(c *Shaping) algorithms.DualRateState {
+		st, w, clamped := state.Restore(now, s, ok, c.Rate, c.PeakGap(e.cfg.BatchSize))
+		if clamped != nil {
+			e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(clamped, "now", now)...)
+		}
+		what = w
+		return st
+	})
+	switch {
+	case !bucket:
 		return "unlimited: nothing to restore"
-	}
-	lim, can := b.lim.(stateful)
-	if !can {
+	case !restored:
 		return "bucket cannot be restored"
 	}
-	st, what, clamped := state.Restore(now, s, ok, e.cfg.Rate, e.peakGap())
-	if clamped != nil {
-		e.log.Warn("pacer: the saved shaper state is ahead of the clock (a clock stepped back, or a restored snapshot): clamped to an empty bucket and one peak interval from now", append(clamped, "now", now)...)
-	}
-	lim.Restore(now, st)
 	return what
-}
-
-// peakGap is one batch's peak interval (0 without a peak).
-func (e *Engine) peakGap() time.Duration {
-	p := e.cfg.Peak
-	if p == (algorithms.Rate{}) {
-		return 0
-	}
-	return time.Duration(float64(e.cfg.BatchSize) * float64(p.Per) / float64(p.Count))
-}
-
-// snapshot is the bucket stage's state at now (nil when unlimited).
-func (e *Engine) snapshot(now time.Time) *algorithms.DualRateState {
-	e.sh.mu.Lock()
-	defer e.sh.mu.Unlock()
-	if e.sh.bucket == nil {
-		return nil
-	}
-	lim, ok := e.sh.bucket.lim.(stateful)
-	if !ok {
-		return nil
-	}
-	s := lim.State(now)
-	return &s
 }
 
 // startState restores the shaper from Config.State and saves it every
@@ -90,9 +59,9 @@ func (e *Engine) snapshot(now time.Time) *algorithms.DualRateState {
 func (e *Engine) startState(ctx context.Context) (stop func()) {
 	store := e.cfg.State
 	if store == nil {
-		if e.sh.bucket != nil {
+		if _, ok := e.sh.Bucket(e.clock.Now()); ok {
 			start := "starting with a full bucket (Shaping.StartEmpty false): a restart allows another burst"
-			if e.cfg.StartEmpty {
+			if e.sh.Config().StartEmpty {
 				start = "starting with an empty bucket (Shaping.StartEmpty): a restart is no second burst"
 			}
 			e.log.Info("pacer: shaper state: none kept across restarts", "restore", start)
@@ -113,7 +82,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 	iv := e.cfg.StateInterval
 	save := func(clean bool) {
 		now := e.clock.Now()
-		st := ShaperState{SavedAt: now, Clean: clean, Until: now, Bucket: e.snapshot(now)}
+		st := ShaperState{SavedAt: now, Clean: clean, Until: now, Bucket: e.sh.BucketState(now)}
 		if !clean {
 			st.Until = now.Add(2 * iv)
 		}
@@ -123,7 +92,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 			// Fail open: admissions go on, and a restart after a kill may
 			// credit what this worker spends until a save lands.
 			e.log.Warn("pacer: saving the shaper state; a restart after a crash may allow a second burst until a save succeeds", "clean", clean, "err", err)
-			e.sh.stateUntil.Store(0)
+			e.stateUntil.Store(0)
 			return
 		}
 		if !clean {
@@ -131,7 +100,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 			// save that lands late (a slow fsync) pauses admission at the
 			// previous Until instead of letting a restart credit tokens
 			// spent after it.
-			e.sh.stateUntil.Store(st.Until.UnixNano())
+			e.stateUntil.Store(st.Until.UnixNano())
 			e.wakeShaper()
 		}
 	}

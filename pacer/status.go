@@ -157,12 +157,9 @@ func (e *Engine) Status() Status {
 		s.LastThrottle = last.UTC()
 		s.SinceThrottle = now.Sub(last).Seconds()
 	}
-	e.sh.mu.Lock()
-	if b := e.sh.bucket; b != nil {
-		s.Tokens = b.lim.Tokens(now)
-		s.Burst = b.burst
+	if b, ok := e.sh.Bucket(now); ok {
+		s.Tokens, s.Burst = b.Tokens, b.Burst
 	}
-	e.sh.mu.Unlock()
 	return s
 }
 
@@ -198,8 +195,10 @@ func (e *Engine) Ready(ctx context.Context) error {
 		return fmt.Errorf("engine is %s", e.Status().State)
 	}
 	var errs []error
-	if err := e.breakerError(); err != nil {
-		errs = append(errs, err)
+	if e.brk != nil {
+		if err := e.brk.Err(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, p := range []struct {
 		what string

@@ -342,6 +342,20 @@ func (b *Breaker) Status() Status {
 		Probes: b.probes, NextProbe: b.nextProbe, Trips: b.trips, Resets: b.resets}
 }
 
+// Err is what readiness reports while the breaker is open: the class,
+// since when, the cause and the next probe; nil while it is closed.
+func (b *Breaker) Err() error {
+	if !b.IsOpen() {
+		return nil
+	}
+	s := b.Status()
+	if !s.Open {
+		return nil
+	}
+	return fmt.Errorf("systemic failure (%s) since %s: %s; source paused, nothing dead-lettered, probe %d due %s",
+		s.Class, s.Since.UTC().Format(time.RFC3339), s.Cause, s.Probes+1, s.NextProbe.UTC().Format(time.RFC3339))
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

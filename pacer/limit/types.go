@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -60,6 +61,41 @@ type Config struct {
 	NoDefaults bool
 	// IgnoreRateLimitHeaders disables pacing to RateLimit-Remaining/Reset.
 	IgnoreRateLimitHeaders bool
+}
+
+// SetDefaults fills c's zero fields (Interval, Decrease, the PID gains
+// unless NoDefaults).
+func (c *Config) SetDefaults() {
+	if c.Interval == 0 {
+		c.Interval = time.Second
+	}
+	if c.Decrease == 0 {
+		c.Decrease = 0.5
+	}
+	if !c.NoDefaults && c.Kp == 0 && c.Ki == 0 && c.Kd == 0 {
+		c.Kp, c.Ki = 1.0, 0.2
+	}
+}
+
+// Validate reports what is wrong with c (defaults set) for a shaping
+// with a configured rate (hasRate) or without. Its errors name the field
+// and carry no sentinel: pacer wraps them in its ErrInvalidConfig.
+func (c *Config) Validate(hasRate bool) error {
+	if c.Mode > Auto {
+		return fmt.Errorf("Adaptive.Mode %d", c.Mode)
+	}
+	if c.Mode != Off && c.Mode != Auto && !hasRate {
+		return fmt.Errorf("Adaptive.Mode %v needs a Rate to move", c.Mode)
+	}
+	if c.Decrease <= 0 || c.Decrease >= 1 {
+		return fmt.Errorf("Adaptive.Decrease %g (want 0 < d < 1)", c.Decrease)
+	}
+	if c.Floor != (algorithms.Rate{}) {
+		if err := c.Floor.Validate(); err != nil {
+			return fmt.Errorf("Adaptive.Floor: %w", err)
+		}
+	}
+	return nil
 }
 
 // Feedback is what one Deliver call learned about the downstream, for the

@@ -38,17 +38,17 @@ var (
 func ReadFile(path string) ([]byte, error) { return config.ReadFile(path) }
 
 // Engine is the runner's engine.
-func (w *Runner) Engine() *pacer.Engine { return w.engine }
+func (r *Runner) Engine() *pacer.Engine { return r.engine }
 
 // Observe has /status show the warnings and errors rec records and mask
 // secrets with red (both set up by the caller before the logger).
-func (w *Runner) Observe(rec *ErrorRecorder, red *redact.Redactor) { w.errors, w.red = rec, red }
+func (r *Runner) Observe(rec *ErrorRecorder, red *redact.Redactor) { r.errors, r.red = rec, red }
 
 // WatchBacklog measures the broker's backlog until ctx ends, in the
 // background (nothing for a source that cannot tell).
-func (w *Runner) WatchBacklog(ctx context.Context) {
-	if w.backlog != nil {
-		go w.backlog.run(ctx)
+func (r *Runner) WatchBacklog(ctx context.Context) {
+	if r.backlog != nil {
+		go r.backlog.run(ctx)
 	}
 }
 
@@ -87,18 +87,18 @@ type Runner struct {
 // New builds the source, sink, dead-letter writer, limiters and engine
 // described by cfg.
 func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(string) (string, bool), extra ...pacer.Hook) (*Runner, error) {
-	w := &Runner{cfg: cfg, log: log, lookup: lookup, reg: prometheus.NewRegistry(), started: time.Now()}
-	w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	r := &Runner{cfg: cfg, log: log, lookup: lookup, reg: prometheus.NewRegistry(), started: time.Now()}
+	r.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		metrics.BuildInfo(BuildVersion, runtime.Version()))
 	ok := false
 	defer func() {
 		if !ok {
-			_ = w.closers.close()
+			_ = r.closers.close()
 		}
 	}()
 	now := time.Now()
 	var err error
-	if w.reloadMetrics, err = newReloadMetrics(w.reg, now); err != nil {
+	if r.reloadMetrics, err = newReloadMetrics(r.reg, now); err != nil {
 		return nil, err
 	}
 	ec, err := EngineConfig(cfg, now)
@@ -109,62 +109,62 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 		return nil, err
 	}
 	sh := ec.Shaping
-	w.shaping = sh
-	if w.global, err = w.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
+	r.shaping = sh
+	if r.global, err = r.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
 		return nil, err
 	}
-	if w.globalKeyed, err = w.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
+	if r.globalKeyed, err = r.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
 		return nil, err
 	}
-	sh = w.withRedis(sh, cfg.Shaping)
-	if key := cfg.Shaping.StateKey; key != "" && w.global != nil {
+	sh = r.withRedis(sh, cfg.Shaping)
+	if key := cfg.Shaping.StateKey; key != "" && r.global != nil {
 		// The shaper's state in shaping.global's Redis instead of a file.
 		// Unsaved for a minute (or 8 save intervals) it expires: a worker
 		// coming back later starts with an empty bucket, which is safe.
-		g, ttl := w.global, max(time.Minute, 8*cfg.Shaping.StateInterval.D())
+		g, ttl := r.global, max(time.Minute, 8*cfg.Shaping.StateInterval.D())
 		ec.State = pacer.BlobState{
 			Get: func(ctx context.Context) ([]byte, bool, error) { return g.LoadState(ctx, key) },
 			Put: func(ctx context.Context, b []byte) error { return g.SaveState(ctx, key, b, ttl) },
 		}
 	}
-	if err := registerGlobalMetrics(w.reg, w.global, w.globalKeyed); err != nil {
+	if err := registerGlobalMetrics(r.reg, r.global, r.globalKeyed); err != nil {
 		return nil, err
 	}
-	src, dl, err := buildSource(cfg, log, &w.closers)
+	src, dl, err := buildSource(cfg, log, &r.closers)
 	if err != nil {
 		return nil, inPart("source", err)
 	}
-	if err := withOverflow(cfg, &ec, &w.closers); err != nil {
+	if err := withOverflow(cfg, &ec, &r.closers); err != nil {
 		return nil, err
 	}
 	if dl == nil {
-		if dl, err = buildDeadLetter(cfg, &w.closers); err != nil {
+		if dl, err = buildDeadLetter(cfg, &r.closers); err != nil {
 			return nil, err
 		}
 		if f, ok := dl.(interface{ Reopen() error }); ok {
-			w.reopen = f.Reopen
+			r.reopen = f.Reopen
 		}
 	}
 	if dl == nil && cfg.DeadLetter.Type == "none" {
 		dl = dropDeadLetter{log: log}
 	}
 	warnInsecure(cfg, log)
-	sink, err := buildSink(cfg, stdoutW, &w.closers)
+	sink, err := buildSink(cfg, stdoutW, &r.closers)
 	if err != nil {
 		return nil, inPart("sink", err)
 	}
-	w.red = NewRedactor(cfg)
+	r.red = NewRedactor(cfg)
 	if dl != nil {
-		dl = redactDeadLetter{dl: dl, red: w.red}
+		dl = redactDeadLetter{dl: dl, red: r.red}
 	}
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
 	ec.Logger = log
-	hooks, m, err := metricsHooks(w.reg)
+	hooks, m, err := metricsHooks(r.reg)
 	if err != nil {
 		return nil, err
 	}
-	traced, err := tracingHooks(cfg, m, lookup, &w.closers)
+	traced, err := tracingHooks(cfg, m, lookup, &r.closers)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -175,42 +175,42 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	if err != nil {
 		return nil, err
 	}
-	w.engine = eng
-	if err := w.watchBacklog(cfg); err != nil {
+	r.engine = eng
+	if err := r.watchBacklog(cfg); err != nil {
 		return nil, err
 	}
 	ok = true
-	return w, nil
+	return r, nil
 }
 
 // watchBacklog sets up the backlog measurement of a Kafka or NATS source
 // and exports it on the worker's registry; Run starts it.
-func (w *Runner) watchBacklog(cfg *config.Config) error {
+func (r *Runner) watchBacklog(cfg *config.Config) error {
 	if cfg.Source.Type != "kafka" && cfg.Source.Type != "nats" {
 		return nil
 	}
-	r, err := newBacklogReader(cfg)
+	br, err := newBacklogReader(cfg)
 	if err != nil {
 		return fmt.Errorf("source: backlog: %w", err)
 	}
-	w.closers.add(r.Close)
-	w.backlog = newBacklogWatch(cfg, r, func() pacer.Status { return w.engine.Status() })
-	return w.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return w.backlog.snapshot(time.Now()) }))
+	r.closers.add(br.Close)
+	r.backlog = newBacklogWatch(cfg, br, func() pacer.Status { return r.engine.Status() })
+	return r.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return r.backlog.snapshot(time.Now()) }))
 }
 
 // redisLimiter connects one of shaping.global's Redis limiters (see
 // redisLimiter) and has the worker close it.
-func (w *Runner) redisLimiter(g config.Global, perKey bool, now time.Time) (*redislimit.Limiter, error) {
+func (r *Runner) redisLimiter(g config.Global, perKey bool, now time.Time) (*redislimit.Limiter, error) {
 	field := "shaping.global"
 	if perKey {
 		field += ".per_key"
 	}
-	l, err := redisLimiter(g, perKey, w.log, now, w.cfg.Shaping.Priority)
+	l, err := redisLimiter(g, perKey, r.log, now, r.cfg.Shaping.Priority)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, redact.New(g.RedisURL.Reveal()).Wrap(err))
 	}
 	if l != nil {
-		w.closers.add(func() error {
+		r.closers.add(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			return l.Close(ctx)
@@ -223,39 +223,39 @@ func (w *Runner) redisLimiter(g config.Global, perKey bool, now time.Time) (*red
 // reloads (a nil limiter is left out: a typed nil would not be a nil
 // interface), and the shared budget as the board of the learned limit
 // unless s says each worker learns alone.
-func (w *Runner) withRedis(sh pacer.Shaping, s config.Shaping) pacer.Shaping {
-	if w.global != nil {
-		sh.Global = w.global
+func (r *Runner) withRedis(sh pacer.Shaping, s config.Shaping) pacer.Shaping {
+	if r.global != nil {
+		sh.Global = r.global
 		if s.SharesLearnedLimit() {
-			sh.LimitBoard, sh.GlobalRate = w.global, s.Global.Rate.Rate
+			sh.LimitBoard, sh.GlobalRate = r.global, s.Global.Rate.Rate
 		}
 	}
-	if w.globalKeyed != nil {
-		sh.GlobalPerKey = w.globalKeyed
+	if r.globalKeyed != nil {
+		sh.GlobalPerKey = r.globalKeyed
 	}
 	return sh
 }
 
-func (w *Runner) Close() {
-	if err := w.closers.close(); err != nil {
-		w.log.Warn("pacer: closing", "err", err)
+func (r *Runner) Close() {
+	if err := r.closers.close(); err != nil {
+		r.log.Warn("pacer: closing", "err", err)
 	}
 }
 
 // reload re-reads the config file and applies its shaping section. Anything
 // else that changed needs a restart, and is logged as such.
-func (w *Runner) Reload(path string, lookup func(string) (string, bool)) {
-	log := w.log
+func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
+	log := r.log
 	applied := false
-	defer func() { w.reloadMetrics.record(applied, time.Now()) }()
+	defer func() { r.reloadMetrics.record(applied, time.Now()) }()
 	// SIGHUP also lifts a pause the downstream imposed and closes an open
 	// systemic-failure breaker, whatever the file says (an operator's way
 	// out of a hostile Retry-After, or back in after fixing the pipeline).
-	w.engine.ClearPause()
-	w.engine.ResetBreaker()
-	if w.reopen != nil {
-		if err := w.reopen(); err != nil {
-			log.Error("pacer: reload: reopening the dead-letter file failed; its next write tries again", "path", w.cfg.DeadLetter.Path, "err", err)
+	r.engine.ClearPause()
+	r.engine.ResetBreaker()
+	if r.reopen != nil {
+		if err := r.reopen(); err != nil {
+			log.Error("pacer: reload: reopening the dead-letter file failed; its next write tries again", "path", r.cfg.DeadLetter.Path, "err", err)
 		}
 	}
 	data, err := ReadFile(path)
@@ -273,42 +273,42 @@ func (w *Runner) Reload(path string, lookup func(string) (string, bool)) {
 		log.Error("pacer: reload failed; keeping the current settings", "err", err)
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	sh = w.withRedis(sh, cfg.Shaping)
-	old := w.cfg.Shaping
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sh = r.withRedis(sh, cfg.Shaping)
+	old := r.cfg.Shaping
 	for i := range cfg.Shaping.Quotas {
 		if i < len(old.Quotas) && old.Quotas[i] == cfg.Shaping.Quotas[i] {
-			sh.Quotas[i] = w.shaping.Quotas[i]
+			sh.Quotas[i] = r.shaping.Quotas[i]
 		}
 	}
-	if err := w.engine.Reload(sh); err != nil {
+	if err := r.engine.Reload(sh); err != nil {
 		log.Error("pacer: reload refused; keeping the current settings", "err", err)
 		return
 	}
-	keepGlobal := w.reloadGlobal(cfg.Shaping.Global, log)
-	fairOK := w.reloadFairness(cfg.Shaping, log)
+	keepGlobal := r.reloadGlobal(cfg.Shaping.Global, log)
+	fairOK := r.reloadFairness(cfg.Shaping, log)
 	for _, f := range []struct {
 		name       string
 		old, fresh any
 	}{
-		{"source", w.cfg.Source, cfg.Source}, {"sink", w.cfg.Sink, cfg.Sink}, {"dead_letter", w.cfg.DeadLetter, cfg.DeadLetter},
-		{"retry", w.cfg.Retry, cfg.Retry}, {"batching", w.cfg.Batching, cfg.Batching}, {"admin", w.cfg.Admin, cfg.Admin},
-		{"shaping.queue_size", w.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.queue_bytes", w.cfg.Shaping.QueueBytes, cfg.Shaping.QueueBytes}, {"shaping.max_in_flight", w.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
-		{"shaping.adaptive", w.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
+		{"source", r.cfg.Source, cfg.Source}, {"sink", r.cfg.Sink, cfg.Sink}, {"dead_letter", r.cfg.DeadLetter, cfg.DeadLetter},
+		{"retry", r.cfg.Retry, cfg.Retry}, {"batching", r.cfg.Batching, cfg.Batching}, {"admin", r.cfg.Admin, cfg.Admin},
+		{"shaping.queue_size", r.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.queue_bytes", r.cfg.Shaping.QueueBytes, cfg.Shaping.QueueBytes}, {"shaping.max_in_flight", r.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
+		{"shaping.adaptive", r.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
 	} {
 		if !reflect.DeepEqual(f.old, f.fresh) {
 			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, fairness, priority) reloads; restart to apply", "changed", f.name)
 		}
 	}
-	prev := w.cfg.Shaping
-	w.cfg.Shaping = cfg.Shaping
-	w.cfg.Shaping.Global = keepGlobal
+	prev := r.cfg.Shaping
+	r.cfg.Shaping = cfg.Shaping
+	r.cfg.Shaping.Global = keepGlobal
 	if !fairOK {
-		w.cfg.Shaping.Fairness, w.cfg.Shaping.Priority = prev.Fairness, prev.Priority
+		r.cfg.Shaping.Fairness, r.cfg.Shaping.Priority = prev.Fairness, prev.Priority
 	}
-	w.shaping = sh
-	w.reloads++
+	r.shaping = sh
+	r.reloads++
 	applied = true
 	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
@@ -317,16 +317,16 @@ func (w *Runner) Reload(path string, lookup func(string) (string, bool)) {
 // the running queue (weights, max_share, key, floors, lane mapping), which
 // keeps its messages; what needs a restart (turning them on or off, the
 // number of lanes, the overflow topic) is logged and left as it was.
-// Called with w.mu held.
-func (w *Runner) reloadFairness(s config.Shaping, log *slog.Logger) bool {
-	old := w.cfg.Shaping
+// Called with r.mu held.
+func (r *Runner) reloadFairness(s config.Shaping, log *slog.Logger) bool {
+	old := r.cfg.Shaping
 	if reflect.DeepEqual(old.Fairness, s.Fairness) && reflect.DeepEqual(old.Priority, s.Priority) {
 		return true
 	}
 	if old.Fairness.Overflow != s.Fairness.Overflow {
 		log.Warn("pacer: reload: shaping.fairness.overflow takes effect after a restart")
 	}
-	if err := w.engine.ReloadFairness(fairness(s), priority(s)); err != nil {
+	if err := r.engine.ReloadFairness(fairness(s), priority(s)); err != nil {
 		log.Warn("pacer: reload: keeping the current fairness and priority settings; restart to apply", "err", err)
 		return false
 	}
@@ -338,9 +338,9 @@ func (w *Runner) reloadFairness(s config.Shaping, log *slog.Logger) bool {
 // burst (and the per-key ones) change at once through the limiters'
 // SetRate/SetBurst, and the per-key key through the engine's KeyOf; anything else (URL, key, prefix, lease, policy, turning
 // a limit on or off) needs a restart and is logged as such. It returns the
-// settings now in force. Called with w.mu held.
-func (w *Runner) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
-	cur := w.cfg.Shaping.Global
+// settings now in force. Called with r.mu held.
+func (r *Runner) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
+	cur := r.cfg.Shaping.Global
 	if reflect.DeepEqual(g, cur) {
 		return cur
 	}
@@ -349,27 +349,27 @@ func (w *Runner) reloadGlobal(g config.Global, log *slog.Logger) config.Global {
 		return a
 	}
 	onOff := g.PerKey.Rate.IsZero() != cur.PerKey.Rate.IsZero()
-	if w.global == nil || !reflect.DeepEqual(same(g), same(cur)) || onOff {
+	if r.global == nil || !reflect.DeepEqual(same(g), same(cur)) || onOff {
 		log.Warn("pacer: reload: shaping.global changed beyond rate and burst; it takes effect after a restart")
 		return cur
 	}
 	now := time.Now()
-	apply := func(l *redislimit.Limiter, what string, r config.Rate, burst int, oldR config.Rate, oldBurst int) bool {
-		if l == nil || (r == oldR && burst == oldBurst) {
+	apply := func(l *redislimit.Limiter, what string, rate config.Rate, burst int, oldRate config.Rate, oldBurst int) bool {
+		if l == nil || (rate == oldRate && burst == oldBurst) {
 			return true
 		}
-		if err := l.Reshape(now, r.Rate, max(1, burst)); err != nil {
+		if err := l.Reshape(now, rate.Rate, max(1, burst)); err != nil {
 			log.Error("pacer: reload: keeping the current "+what, "err", err)
 			return false
 		}
-		log.Info("pacer: reloaded "+what, "rate", r.String(), "burst", max(1, burst))
+		log.Info("pacer: reloaded "+what, "rate", rate.String(), "burst", max(1, burst))
 		return true
 	}
 	next := cur
-	if apply(w.global, "shaping.global", g.Rate, g.EffectiveBurst(), cur.Rate, cur.EffectiveBurst()) {
+	if apply(r.global, "shaping.global", g.Rate, g.EffectiveBurst(), cur.Rate, cur.EffectiveBurst()) {
 		next.Rate, next.Burst = g.Rate, g.Burst
 	}
-	if apply(w.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {
+	if apply(r.globalKeyed, "shaping.global.per_key", g.PerKey.Rate, g.PerKey.Burst, cur.PerKey.Rate, cur.PerKey.Burst) {
 		next.PerKey.Rate, next.PerKey.Burst = g.PerKey.Rate, g.PerKey.Burst
 	}
 	next.PerKey.Key = g.PerKey.Key // applied by the engine's reload (KeyOf)
@@ -423,12 +423,12 @@ func newGlobalStatus(st redislimit.Stats) GlobalStatus {
 	return GlobalStatus{Mode: st.Mode.String(), Calls: st.Calls, Errors: st.Errors, Lease: st.Lease, Keys: st.Keys}
 }
 
-func (w *Runner) status() any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+func (r *Runner) status() any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var v StatusView
-	v.Engine = w.engine.Status()
-	s := w.cfg.Shaping
+	v.Engine = r.engine.Status()
+	s := r.cfg.Shaping
 	c := &v.Configured
 	c.Rate, c.RatePerSec, c.Burst, c.MaxWait = s.Rate.String(), s.Rate.PerSecond(), s.EffectiveBurst(), s.MaxWait.String()
 	if !s.Peak.IsZero() {
@@ -438,29 +438,29 @@ func (w *Runner) status() any {
 	if !s.PerKey.Rate.IsZero() {
 		c.PerKey = s.PerKey.Rate.String() + " per " + s.PerKey.Key
 	}
-	if w.global != nil {
+	if r.global != nil {
 		c.Global = s.Global.Rate.String() + " shared as " + s.Global.Key
 		if s.SharesLearnedLimit() {
 			c.Global += ", learned limit shared"
 		}
-		v.GlobalMode = w.global.Mode().String()
-		v.Redis = map[string]GlobalStatus{"global": newGlobalStatus(w.global.Stats())}
+		v.GlobalMode = r.global.Mode().String()
+		v.Redis = map[string]GlobalStatus{"global": newGlobalStatus(r.global.Stats())}
 	}
-	if w.globalKeyed != nil {
+	if r.globalKeyed != nil {
 		c.GlobalPerKey = s.Global.PerKey.Rate.String() + " per " + s.Global.PerKey.Key + " shared"
-		v.Redis["per_key"] = newGlobalStatus(w.globalKeyed.Stats())
+		v.Redis["per_key"] = newGlobalStatus(r.globalKeyed.Stats())
 	}
-	v.Source, v.Sink = w.cfg.Source.Type, w.cfg.Sink.Type
-	if w.backlog != nil {
-		v.Backlog = w.backlog.view(time.Now())
+	v.Source, v.Sink = r.cfg.Source.Type, r.cfg.Sink.Type
+	if r.backlog != nil {
+		v.Backlog = r.backlog.view(time.Now())
 	}
-	if w.global != nil {
+	if r.global != nil {
 		v.UsefulWorkers = usefulWorkers(s.Global.Rate.PerSecond(), s.Rate.PerSecond())
 	}
-	v.Reloads = w.reloads
-	v.Uptime = time.Since(w.started).Round(time.Second).String()
-	v.Engine.Breaker.Cause = w.red.String(v.Engine.Breaker.Cause)
-	v.LastErrors = w.errors.last()
+	v.Reloads = r.reloads
+	v.Uptime = time.Since(r.started).Round(time.Second).String()
+	v.Engine.Breaker.Cause = r.red.String(v.Engine.Breaker.Cause)
+	v.LastErrors = r.errors.last()
 	if v.LastErrors == nil {
 		v.LastErrors = []ErrRecord{}
 	}
@@ -471,54 +471,54 @@ func (w *Runner) status() any {
 // (and dead-letter destination) reachable, as far as they can tell
 // (pacer.ReadyChecker), and no Redis limit failing closed (the worker then
 // admits nothing until Redis answers).
-func (w *Runner) ready(ctx context.Context) error {
-	err := withAddresses(w.cfg, w.engine.Ready(ctx))
-	for what, l := range map[string]*redislimit.Limiter{"shaping.global": w.global, "shaping.global.per_key": w.globalKeyed} {
+func (r *Runner) ready(ctx context.Context) error {
+	err := withAddresses(r.cfg, r.engine.Ready(ctx))
+	for what, l := range map[string]*redislimit.Limiter{"shaping.global": r.global, "shaping.global.per_key": r.globalKeyed} {
 		if l != nil && l.Mode() == redislimit.ModeFailClosed {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
 		}
 	}
 	if err != nil {
 		// /readyz shows the text: no credentials from URLs or secret fields.
-		return errors.New(w.red.Error(err))
+		return errors.New(r.red.Error(err))
 	}
 	return nil
 }
 
 // serveAdmin starts the admin listener, if configured; the returned
 // function shuts it down.
-func (w *Runner) ServeAdmin(a config.Admin, log *slog.Logger) (func(), error) {
+func (r *Runner) ServeAdmin(a config.Admin, log *slog.Logger) (func(), error) {
 	if a.Listen == "" {
 		return func() {}, nil
 	}
-	stop, _, err := w.ServeAdminAt(a.Listen, a.TokenEnv, log)
+	stop, _, err := r.ServeAdminAt(a.Listen, a.TokenEnv, log)
 	return stop, err
 }
 
 // serveAdminAt serves the admin handler on addr; PUT /rate takes its token
 // from the environment variable tokenEnv, read through the worker's lookup
 // ("" or unset: off).
-func (w *Runner) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), string, error) {
+func (r *Runner) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), string, error) {
 	token := ""
 	if tokenEnv != "" {
-		token, _ = w.lookup(tokenEnv)
+		token, _ = r.lookup(tokenEnv)
 	}
 	h := admin.New(admin.Config{
-		Status:       w.status,
-		Gatherer:     w.reg,
-		ClearPause:   func() bool { return w.engine != nil && w.engine.ClearPause() },
-		ResetBreaker: func() bool { return w.engine != nil && w.engine.ResetBreaker() },
-		SetRate: func(r algorithmsRate) error {
-			if err := w.engine.SetRate(r); err != nil {
+		Status:       r.status,
+		Gatherer:     r.reg,
+		ClearPause:   func() bool { return r.engine != nil && r.engine.ClearPause() },
+		ResetBreaker: func() bool { return r.engine != nil && r.engine.ResetBreaker() },
+		SetRate: func(rate algorithmsRate) error {
+			if err := r.engine.SetRate(rate); err != nil {
 				return err
 			}
-			w.mu.Lock()
-			w.cfg.Shaping.Rate.Rate = r
-			w.mu.Unlock()
+			r.mu.Lock()
+			r.cfg.Shaping.Rate.Rate = rate
+			r.mu.Unlock()
 			return nil
 		},
 		Token:  token,
-		Ready:  w.ready,
+		Ready:  r.ready,
 		Logger: log,
 	})
 	ln, err := net.Listen("tcp", addr)

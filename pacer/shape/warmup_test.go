@@ -1,4 +1,4 @@
-package pacer
+package shape
 
 import (
 	"testing"
@@ -7,19 +7,19 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 )
 
-// Shaping.WarmUp ramps after start-up only (a burst goes at once once the
+// Config.WarmUp ramps after start-up only (a burst goes at once once the
 // period is over, even after idling); WarmUpAfterIdle keeps Guava's
 // cold-after-idle limiter, which paces every later burst at the rate.
 func TestWarmUpStageAfterStartUpOnly(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, afterIdle := range []bool{false, true} {
-		st, err := newWarmUpStage(&Shaping{Rate: algorithms.PerSecond(100), Burst: 100, WarmUp: 10 * time.Second, WarmUpAfterIdle: afterIdle}, t0)
+		st, err := newWarmUpStage[int](&Config[string]{Rate: algorithms.PerSecond(100), Burst: 100, WarmUp: 10 * time.Second, WarmUpAfterIdle: afterIdle}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		at := t0.Add(time.Hour) // after idling
 		granted := 0
-		one := make([]*item, 1)
+		one := make([]int, 1)
 		for range 50 {
 			if w, ok := st.reserve(at, one); ok && w == 0 {
 				granted++
