@@ -202,6 +202,7 @@ func (r *Router) Run(ctx context.Context) error {
 	finite := srcErr == nil && ctx.Err() == nil && r.fatalErr() == nil
 	if finite {
 		r.drain(ctx)
+		finite = ctx.Err() == nil // stopped while draining: stop, do not finish
 	}
 	cancelSource()
 	<-feederDone

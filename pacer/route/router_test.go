@@ -348,3 +348,49 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// A finite source whose last destination never recovers: cancelling ctx
+// stops the Router (it does not wait for that destination to finish), and
+// every message handed over is settled once: acked, or given back.
+func TestCancelWhileFinishing(t *testing.T) {
+	ledger := pacertest.NewLedger()
+	msgs := interleaved(ledger, []int{20, 20})
+	var acked atomic.Int64
+	healthyDone := make(chan struct{})
+	ledger.Check = func(_ string, how pacer.Settlement) error {
+		if how == pacer.SettledAck && acked.Add(1) == 20 {
+			close(healthyDone)
+		}
+		return nil
+	}
+	sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+		if destOf(m) == "d0" {
+			return pacer.Result{Outcome: pacer.Retry, Err: errors.New("503")}, pacer.Feedback{Status: 503}, 0
+		}
+		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{}, 0
+	}}
+	src := pacertest.NewSource(msgs)
+	r, err := New(Config{Source: src, Destination: destOf, Engine: engineFor(sink, 5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	<-healthyDone
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after cancel: it waited for the broken destination")
+	}
+	if v := ledger.Violations(); len(v) > 0 {
+		t.Fatal(v)
+	}
+	if ledger.Len() != src.Handed() || ledger.Count(pacer.SettledNak) != 20 {
+		t.Fatalf("settled %d of %d handed over, %d given back (want d0's 20)", ledger.Len(), src.Handed(), ledger.Count(pacer.SettledNak))
+	}
+}
