@@ -121,8 +121,17 @@ func (r *Router) open(l *lane) error {
 		if r.cfg.Release != nil {
 			r.cfg.Release(l.dest, cfg)
 		}
+		final := eng.Status()
 		r.mu.Lock()
 		r.active--
+		t := r.stats.ended[l.group]
+		t.add(final)
+		if r.stats.ended == nil {
+			r.stats.ended = make(map[string]Totals)
+		}
+		r.stats.ended[l.group] = t
+		l.eng = nil
+		delete(r.ending, l)
 		r.mu.Unlock()
 		r.wakeFeeder() // room for a waiting lane
 	}()
@@ -197,6 +206,7 @@ func (r *Router) closeIdle(now time.Time, atLeast int) {
 		if ok {
 			l.closed = true
 			delete(r.lanes, l.dest)
+			r.ending[l] = true
 			r.stats.closed++
 			closed++
 		}

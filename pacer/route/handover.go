@@ -17,6 +17,7 @@ func (r *Router) deliver(ctx context.Context, m *pacer.Message) error {
 	for {
 		l, err := r.laneFor(dest)
 		if err != nil {
+			r.refuse(m) // handed over, so ours to settle: given back
 			return err
 		}
 		l.mu.Lock()

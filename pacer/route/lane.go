@@ -17,13 +17,14 @@ import (
 // and in order, and a hand-over is only made while the engine's queue has
 // room (it never blocks).
 type lane struct {
-	r    *Router
-	dest string
-	mu   sync.Mutex
+	r     *Router
+	dest  string
+	group string // Config.Group(dest)
+	mu    sync.Mutex
 
 	// Guarded by Router.mu.
 	held    []*pacer.Message // waiting for room, in source order
-	eng     *pacer.Engine    // nil until opened
+	eng     *pacer.Engine    // nil until opened, and again once it ended
 	opening bool             // the feeder is building its engine
 	ready   bool             // the engine runs the lane: deliver is set
 	closed  bool             // closed (idle, or the Router stops): no more hand-overs
@@ -38,7 +39,7 @@ type lane struct {
 }
 
 func newLane(r *Router, dest string, now time.Time) *lane {
-	l := &lane{r: r, dest: dest, finish: make(chan struct{})}
+	l := &lane{r: r, dest: dest, group: r.cfg.Group(dest), finish: make(chan struct{})}
 	l.lastActive.Store(now.UnixNano())
 	return l
 }

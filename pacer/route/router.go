@@ -82,6 +82,12 @@ type Config struct {
 	// reached); HoldPerDestination bounds one destination's share. 0 means
 	// the defaults.
 	HoldSize, HoldPerDestination int
+	// Group names the group a destination is counted in (Status.Groups,
+	// metrics): its own name for the destinations worth a label of their
+	// own, one shared name for the rest, so the number of groups stays
+	// bounded however many destinations come and go. nil counts every
+	// destination in one group, "".
+	Group func(destination string) string
 	// Clock times idle expiry; nil means pacer.SystemClock.
 	Clock pacer.Clock
 	// Logger; nil means slog.Default().
@@ -124,6 +130,9 @@ func (c *Config) validate() error {
 	if c.Clock == nil {
 		c.Clock = pacer.SystemClock{}
 	}
+	if c.Group == nil {
+		c.Group = func(string) string { return "" }
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -141,6 +150,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	lanes    map[string]*lane // the destinations with an engine or held messages
+	ending   map[*lane]bool   // closed when idle, their engines still finishing
 	active   int              // lanes with an engine (running or starting)
 	held     int              // messages held across lanes
 	waiters  int              // hand-overs waiting for room
@@ -157,6 +167,31 @@ type Router struct {
 type counters struct {
 	opened, closed, pauses uint64
 	peakActive             int
+	// ended is what the engines that ended settled, by group: Status adds
+	// the running ones, so a group's totals never go back when one of its
+	// destinations closes.
+	ended map[string]Totals
+}
+
+// Totals counts what a group's destinations did, over the Router's life.
+type Totals struct {
+	Consumed     uint64 `json:"consumed"`
+	Delivered    uint64 `json:"delivered"`
+	Retried      uint64 `json:"retried"`
+	Rejected     uint64 `json:"rejected"`
+	DeadLettered uint64 `json:"dead_lettered"`
+	Acked        uint64 `json:"acked"`
+	Nacked       uint64 `json:"nacked"`
+}
+
+func (t *Totals) add(st pacer.Status) {
+	t.Consumed += st.Consumed
+	t.Delivered += st.Delivered
+	t.Retried += st.Retried
+	t.Rejected += st.Rejected
+	t.DeadLettered += st.DeadLettered
+	t.Acked += st.Acked
+	t.Nacked += st.Nacked
 }
 
 // New validates cfg and returns a Router.
@@ -165,11 +200,12 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	return &Router{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		lanes: make(map[string]*lane),
-		room:  make(chan struct{}),
-		kick:  make(chan struct{}, 1),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		lanes:  make(map[string]*lane),
+		ending: make(map[*lane]bool),
+		room:   make(chan struct{}),
+		kick:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -300,6 +336,9 @@ type Status struct {
 	// when idle.
 	Opened uint64 `json:"opened"`
 	Closed uint64 `json:"closed"`
+	// Groups is what each group's destinations did (Config.Group), the
+	// ended engines' counts included.
+	Groups map[string]Totals `json:"groups"`
 	// Destinations is every destination with an engine or held messages,
 	// by name.
 	Destinations []DestinationStatus `json:"destinations"`
@@ -307,7 +346,8 @@ type Status struct {
 
 // DestinationStatus is one destination's part of Status.
 type DestinationStatus struct {
-	Name string `json:"name"`
+	Name  string `json:"name"`
+	Group string `json:"group"`
 	// Held is the messages the Router holds for it; Waiting says it has
 	// no engine yet (starting, or MaxActive reached).
 	Held    int  `json:"held"`
@@ -324,17 +364,36 @@ func (r *Router) Status() Status {
 		Active: r.active, MaxActive: r.cfg.MaxActive, Held: r.held, HoldSize: r.cfg.HoldSize,
 		PeakActive: r.stats.peakActive, SourcePaused: r.paused, Pauses: r.stats.pauses, Opened: r.stats.opened, Closed: r.stats.closed,
 	}
-	engines := make([]*pacer.Engine, 0, len(r.lanes))
+	st.Groups = make(map[string]Totals, len(r.stats.ended))
+	for g, t := range r.stats.ended {
+		st.Groups[g] = t
+	}
+	type running struct {
+		eng   *pacer.Engine
+		group string
+		dest  int // index in st.Destinations; -1: a closed lane's engine still finishing
+	}
+	var engines []running
 	for _, l := range r.lanes {
-		engines = append(engines, l.eng)
-		st.Destinations = append(st.Destinations, DestinationStatus{Name: l.dest, Held: len(l.held), Waiting: !l.ready})
+		if l.eng != nil {
+			engines = append(engines, running{l.eng, l.group, len(st.Destinations)})
+		}
+		st.Destinations = append(st.Destinations, DestinationStatus{Name: l.dest, Group: l.group, Held: len(l.held), Waiting: !l.ready})
+	}
+	for l := range r.ending {
+		engines = append(engines, running{l.eng, l.group, -1})
 	}
 	r.mu.Unlock()
-	for i, e := range engines {
-		if e != nil {
-			es := e.Status()
-			st.Destinations[i].Engine = &es
+	// An engine's counts move to ended, under r.mu, when it ends: read
+	// here, it was still running when the snapshot above was taken.
+	for _, e := range engines {
+		es := e.eng.Status()
+		if e.dest >= 0 {
+			st.Destinations[e.dest].Engine = &es
 		}
+		g := st.Groups[e.group]
+		g.add(es)
+		st.Groups[e.group] = g
 	}
 	sort.Slice(st.Destinations, func(i, j int) bool { return st.Destinations[i].Name < st.Destinations[j].Name })
 	return st

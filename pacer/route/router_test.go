@@ -122,8 +122,15 @@ func TestBrokenDestinationHoldsOnlyItsOwn(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("healthy destinations stalled behind the broken one: %d of %d acked; status %+v", acked.Load(), healthy, r.Status())
 	}
-	if got := ledger.Len(); got != healthy {
-		t.Fatalf("settled %d before recovery, want exactly the %d healthy ones (the broken destination's are held)", got, healthy)
+	dest := make(map[string]string, len(msgs))
+	for _, m := range msgs {
+		dest[m.ID] = destOf(m)
+	}
+	for _, id := range ledger.Order() {
+		if dest[id] == "d0" {
+			s, _ := ledger.Get(id)
+			t.Fatalf("%s of the broken destination settled (%v) before it recovered", id, s.How)
+		}
 	}
 	if brokenAttempts.Load() == 0 {
 		t.Fatal("the broken destination was never tried")
@@ -229,6 +236,12 @@ func TestManyDestinationsSeenOnce(t *testing.T) {
 		Source: pacertest.NewSource(msgs), Destination: destOf, Engine: engineFor(sink, 4),
 		Release:   func(string, pacer.Config) { released.Add(1) },
 		MaxActive: maxActive, IdleAfter: time.Millisecond,
+		Group: func(d string) string {
+			if len(d) == 2 { // d0 to d9 are named; the rest are "other"
+				return d
+			}
+			return "other"
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +259,10 @@ func TestManyDestinationsSeenOnce(t *testing.T) {
 	}
 	if st.Opened != n {
 		t.Fatalf("opened %d engines for %d destinations", st.Opened, n)
+	}
+	if len(st.Groups) != 11 || st.Groups["d3"].Acked != 1 || st.Groups["other"].Acked != n-10 {
+		t.Fatalf("groups %d, d3 acked %d, other acked %d: want 11 groups, 1 and %d (ended engines' counts kept)",
+			len(st.Groups), st.Groups["d3"].Acked, st.Groups["other"].Acked, n-10)
 	}
 	if released.Load() != n {
 		t.Fatalf("released %d of the %d destinations' configurations", released.Load(), n)
