@@ -86,11 +86,11 @@ func (r runCmd) Run(e *env) error {
 	w.WatchBacklog(e.ctx)
 	log.Info("pacer: running", "config", r.Config, "source", cfg.Source.Type, "sink", cfg.Sink.Type,
 		"rate", cfg.Shaping.Rate.String(), "burst", cfg.Shaping.EffectiveBurst(), "peak", cfg.Shaping.Peak.String())
-	if err := w.Engine().Run(e.ctx); err != nil {
+	if err := w.Run(e.ctx); err != nil {
 		log.Error("pacer: stopped on error", "err", err)
 		return &exitError{code: exitFailure, err: err, logged: true}
 	}
-	st := w.Engine().Status()
+	st := w.EngineStatus()
 	log.Info("pacer: stopped cleanly", "consumed", st.Consumed, "delivered", st.Delivered, "acked", st.Acked,
 		"dead_lettered", st.DeadLettered, "nacked", st.Nacked)
 	return nil

@@ -398,3 +398,28 @@ func (r *Router) Status() Status {
 	sort.Slice(st.Destinations, func(i, j int) bool { return st.Destinations[i].Name < st.Destinations[j].Name })
 	return st
 }
+
+// Each calls f with every destination that has an engine now, in no
+// particular order (an operator's action on all of them: clear a pause,
+// reset a breaker). f runs without the Router's lock held.
+func (r *Router) Each(f func(destination string, e *pacer.Engine)) {
+	r.mu.Lock()
+	type one struct {
+		dest string
+		eng  *pacer.Engine
+	}
+	var all []one
+	for _, l := range r.lanes {
+		if l.eng != nil {
+			all = append(all, one{l.dest, l.eng})
+		}
+	}
+	r.mu.Unlock()
+	for _, o := range all {
+		f(o.dest, o.eng)
+	}
+}
+
+// Err is the error that stopped the Router (a destination's engine that
+// could not be built), nil while it runs.
+func (r *Router) Err() error { return r.fatalErr() }

@@ -38,6 +38,8 @@ type Config struct {
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout"`
 	// Breaker tells a bad message from a broken pipeline (see Breaker).
 	Breaker Breaker `yaml:"breaker" json:"breaker"`
+	// Routes paces each destination at its own limit (see Routes).
+	Routes Routes `yaml:"routes" json:"routes"`
 
 	// where records the line and column of every field present in the file,
 	// by path ("shaping.rate"), for Validate's messages.

@@ -333,7 +333,7 @@ func (d *decoder) mark(n ast.Node, path string) {
 }
 
 // leaf decodes a value that is not a struct of fields: a scalar, a list
-// of scalars or a mapping of scalars.
+// of scalars, or a mapping of names to scalars or to settings blocks.
 func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
 	n = d.unwrap(n)
 	if n == nil || d.over {
@@ -402,7 +402,11 @@ func (d *decoder) leaf(n ast.Node, v reflect.Value, path string) {
 			d.mark(mv.Key, p)
 			ev := reflect.New(t.Elem()).Elem()
 			before := len(d.probs)
-			d.leaf(mv.Value, ev, p)
+			if t.Elem().Kind() == reflect.Struct {
+				d.walk(mv.Value, ev, p) // a mapping of names to settings blocks
+			} else {
+				d.leaf(mv.Value, ev, p)
+			}
 			if len(d.probs) == before {
 				out.SetMapIndex(reflect.ValueOf(key).Convert(t.Key()), ev)
 			}

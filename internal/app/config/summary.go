@@ -134,6 +134,7 @@ func (c *Config) Summary() string {
 	if c.Batching.Size > 1 {
 		fmt.Fprintf(&b, " in batches of up to %d (linger %v)", c.Batching.Size, c.Batching.Linger)
 	}
+	c.routesSummary(&b)
 	if c.Ordering != "none" {
 		fmt.Fprintf(&b, ", in order per %s", c.Ordering)
 	}

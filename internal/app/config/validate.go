@@ -24,6 +24,7 @@ func (c *Config) Validate() Problems {
 	v.deadLetter()
 	v.misc()
 	v.telemetry()
+	v.routes()
 	v.probs.sort()
 	return v.probs
 }
@@ -333,10 +334,18 @@ func (v *validator) sink() {
 	switch s.Type {
 	case "http":
 		h := s.HTTP
-		if h.URL == "" {
+		// With routes, the URL is checked as a destination named "example"
+		// would see it.
+		checked := strings.ReplaceAll(h.URL, DestinationPlaceholder, "example")
+		switch {
+		case h.URL == "":
 			v.add("sink.http.url", "missing: the URL to send messages to")
-		} else if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add("sink.http.url", "%q is not an http:// or https:// URL", redact.Text(h.URL))
+		case checked != h.URL && !v.c.Routes.Enabled():
+			v.add("sink.http.url", "holds %s, but routes.by is not set: nothing names the destination", DestinationPlaceholder)
+		default:
+			if u, err := url.Parse(checked); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				v.add("sink.http.url", "%q is not an http:// or https:// URL", redact.Text(h.URL))
+			}
 		}
 		v.oneOf("sink.http.method", h.Method, "POST", "PUT", "PATCH")
 		if h.Timeout <= 0 {

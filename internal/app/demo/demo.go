@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg *config.Config, d Options, stdout, stderr io.W
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
 	runErr := make(chan error, 1)
-	go func() { runErr <- w.Engine().Run(runCtx) }()
+	go func() { runErr <- w.Run(runCtx) }()
 
 	// 4. The bursty publisher.
 	start := time.Now()
@@ -262,7 +262,7 @@ loop:
 			runErr = nil
 			break loop
 		case now := <-tick.C:
-			st := w.Engine().Status()
+			st := w.EngineStatus()
 			as := api.Stats()
 			pubMu.Lock()
 			sent := uint64(len(pubTimes))

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,7 +76,10 @@ func Check(cfg *config.Config) config.Problems {
 	var sink pacer.Sink
 	switch cfg.Sink.Type {
 	case "http":
-		s, err := httpsink.New(httpSinkConfig(cfg))
+		hc := httpSinkConfig(cfg)
+		// With routes, the sink as a destination named "example" sees it.
+		hc.URL = strings.ReplaceAll(hc.URL, config.DestinationPlaceholder, "example")
+		s, err := httpsink.New(hc)
 		if err != nil {
 			addAll("sink.http", err, "content_type", "idempotency_header", "success_path", "tls", "body", "url", "timeout")
 		} else {
@@ -147,6 +152,19 @@ func Check(cfg *config.Config) config.Problems {
 	ec.Source, ec.Sink, ec.DeadLetter, ec.Shaping, ec.Logger = src, sink, dropDeadLetter{log: discard}, sh, discard
 	if _, err := pacer.New(ec); err != nil {
 		add(fieldOf("shaping", err, "burst", "peak", "max_wait", "per_key", "quota", "rate"), err)
+	}
+	// Each named destination's engine, as run builds it.
+	for _, name := range slices.Sorted(maps.Keys(cfg.Routes.Destinations)) {
+		c := *cfg
+		l := c.Routes.Limits(c.Shaping, name)
+		c.Shaping.Rate, c.Shaping.Burst, c.Shaping.Peak = l.Rate, l.Burst, l.Peak
+		path := "routes.destinations." + name
+		if ec.Shaping, err = LocalShaping(c.Shaping, time.Now()); err == nil {
+			_, err = pacer.New(ec)
+		}
+		if err != nil {
+			add(fieldOf(path, err, "burst", "peak", "rate"), err)
+		}
 	}
 	return ps
 }

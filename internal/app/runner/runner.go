@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 	"github.com/pacer-dev/pacer/internal/base/redact"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
+	"github.com/pacer-dev/pacer/pacer/route"
 )
 
 // Version is the version the binary was linked with (traces carry it);
@@ -37,8 +39,42 @@ var (
 // error naming the config.
 func ReadFile(path string) ([]byte, error) { return config.ReadFile(path) }
 
-// Engine is the runner's engine.
+// Engine is the runner's engine (nil with routes: each destination has
+// its own, under Router).
 func (r *Runner) Engine() *pacer.Engine { return r.engine }
+
+// Router is the runner's router with routes (nil without).
+func (r *Runner) Router() *route.Router { return r.router }
+
+// Run runs the engine, or with routes the Router, until ctx is done (see
+// pacer.Engine.Run and route.Router.Run).
+func (r *Runner) Run(ctx context.Context) error {
+	if r.router != nil {
+		r.routing.Store(true)
+		defer r.routing.Store(false)
+		return r.router.Run(ctx)
+	}
+	return r.engine.Run(ctx)
+}
+
+// EngineStatus is the engine's status, or with routes the destinations'
+// engines summed (see aggregate).
+func (r *Runner) EngineStatus() pacer.Status {
+	if r.router != nil {
+		return aggregate(r.router.Status())
+	}
+	return r.engine.Status()
+}
+
+// each calls f with the engine, or with routes every destination's.
+func (r *Runner) each(f func(*pacer.Engine)) {
+	switch {
+	case r.router != nil:
+		r.router.Each(func(_ string, e *pacer.Engine) { f(e) })
+	case r.engine != nil:
+		f(r.engine)
+	}
+}
 
 // Observe has /status show the warnings and errors rec records and mask
 // secrets with red (both set up by the caller before the logger).
@@ -58,7 +94,14 @@ type Runner struct {
 	mu     sync.Mutex
 	cfg    *config.Config
 	engine *pacer.Engine
-	global *redislimit.Limiter
+	// router replaces engine with routes: an engine per destination;
+	// routing is true while it runs; src and dl are its source and
+	// dead-letter destination, for /readyz.
+	router  *route.Router
+	routing atomic.Bool
+	src     pacer.Source
+	dl      pacer.DeadLetterer
+	global  *redislimit.Limiter
 	// globalKeyed is the shared per-key limiter (shaping.global.per_key).
 	globalKeyed *redislimit.Limiter
 	reg         *prometheus.Registry
@@ -149,13 +192,23 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 		dl = dropDeadLetter{log: log}
 	}
 	warnInsecure(cfg, log)
-	sink, err := buildSink(cfg, stdoutW, &r.closers)
-	if err != nil {
-		return nil, inPart("sink", err)
-	}
 	r.red = NewRedactor(cfg)
 	if dl != nil {
 		dl = redactDeadLetter{dl: dl, red: r.red}
+	}
+	if cfg.Routes.Enabled() {
+		if err := r.buildRouter(cfg, ec, src, dl, stdoutW, extra); err != nil {
+			return nil, err
+		}
+		if err := r.watchBacklog(cfg); err != nil {
+			return nil, err
+		}
+		ok = true
+		return r, nil
+	}
+	sink, err := buildSink(cfg, stdoutW, &r.closers)
+	if err != nil {
+		return nil, inPart("sink", err)
 	}
 	ec.Source, ec.Sink, ec.DeadLetter = src, sink, dl
 	ec.Shaping = sh
@@ -194,7 +247,7 @@ func (r *Runner) watchBacklog(cfg *config.Config) error {
 		return fmt.Errorf("source: backlog: %w", err)
 	}
 	r.closers.add(br.Close)
-	r.backlog = newBacklogWatch(cfg, br, func() pacer.Status { return r.engine.Status() })
+	r.backlog = newBacklogWatch(cfg, br, r.EngineStatus)
 	return r.reg.Register(metrics.NewBacklogCollector(func() metrics.BacklogSnapshot { return r.backlog.snapshot(time.Now()) }))
 }
 
@@ -251,8 +304,10 @@ func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
 	// SIGHUP also lifts a pause the downstream imposed and closes an open
 	// systemic-failure breaker, whatever the file says (an operator's way
 	// out of a hostile Retry-After, or back in after fixing the pipeline).
-	r.engine.ClearPause()
-	r.engine.ResetBreaker()
+	r.each(func(e *pacer.Engine) {
+		e.ClearPause()
+		e.ResetBreaker()
+	})
 	if r.reopen != nil {
 		if err := r.reopen(); err != nil {
 			log.Error("pacer: reload: reopening the dead-letter file failed; its next write tries again", "path", r.cfg.DeadLetter.Path, "err", err)
@@ -266,6 +321,12 @@ func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
 	cfg, err := config.Parse(data, lookup)
 	if err != nil {
 		log.Error("pacer: reload failed; keeping the current settings", "config", path, "problems", err.Error())
+		return
+	}
+	if r.router != nil || cfg.Routes.Enabled() {
+		// Each destination's engine was built from the file as it was;
+		// the pauses and breakers above were cleared.
+		log.Warn("pacer: reload: with routes, shaping and routes apply after a restart; cleared every destination's pause and breaker")
 		return
 	}
 	sh, err := LocalShaping(cfg.Shaping, time.Now())
@@ -401,6 +462,10 @@ type StatusView struct {
 	Sink   string                  `json:"sink"`
 	// Backlog is what waits in the broker (Kafka lag, JetStream pending).
 	Backlog *BacklogView `json:"backlog,omitempty"`
+	// Routes, with routes, is every destination: its engine's status, what
+	// the Router holds for it, and each route's counts (Engine then sums
+	// them).
+	Routes *route.Status `json:"routes,omitempty"`
 	// UsefulWorkers is how many workers the global budget can keep busy
 	// (shaping.global.rate over this worker's shaping.rate, rounded up):
 	// more add nothing but Redis calls.
@@ -427,7 +492,16 @@ func (r *Runner) status() any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var v StatusView
-	v.Engine = r.engine.Status()
+	v.Engine = r.EngineStatus()
+	if r.router != nil {
+		st := r.router.Status()
+		for i := range st.Destinations {
+			if e := st.Destinations[i].Engine; e != nil {
+				e.Breaker.Cause = r.red.String(e.Breaker.Cause)
+			}
+		}
+		v.Routes = &st
+	}
 	s := r.cfg.Shaping
 	c := &v.Configured
 	c.Rate, c.RatePerSec, c.Burst, c.MaxWait = s.Rate.String(), s.Rate.PerSecond(), s.EffectiveBurst(), s.MaxWait.String()
@@ -472,7 +546,12 @@ func (r *Runner) status() any {
 // (pacer.ReadyChecker), and no Redis limit failing closed (the worker then
 // admits nothing until Redis answers).
 func (r *Runner) ready(ctx context.Context) error {
-	err := withAddresses(r.cfg, r.engine.Ready(ctx))
+	var err error
+	if r.router != nil {
+		err = withAddresses(r.cfg, r.routerReady(ctx))
+	} else {
+		err = withAddresses(r.cfg, r.engine.Ready(ctx))
+	}
 	for what, l := range map[string]*redislimit.Limiter{"shaping.global": r.global, "shaping.global.per_key": r.globalKeyed} {
 		if l != nil && l.Mode() == redislimit.ModeFailClosed {
 			err = errors.Join(err, fmt.Errorf("%s: Redis is failing and the policy is closed", what))
@@ -504,11 +583,22 @@ func (r *Runner) ServeAdminAt(addr, tokenEnv string, log *slog.Logger) (func(), 
 		token, _ = r.lookup(tokenEnv)
 	}
 	h := admin.New(admin.Config{
-		Status:       r.status,
-		Gatherer:     r.reg,
-		ClearPause:   func() bool { return r.engine != nil && r.engine.ClearPause() },
-		ResetBreaker: func() bool { return r.engine != nil && r.engine.ResetBreaker() },
+		Status:   r.status,
+		Gatherer: r.reg,
+		ClearPause: func() bool {
+			cleared := false
+			r.each(func(e *pacer.Engine) { cleared = e.ClearPause() || cleared })
+			return cleared
+		},
+		ResetBreaker: func() bool {
+			reset := false
+			r.each(func(e *pacer.Engine) { reset = e.ResetBreaker() || reset })
+			return reset
+		},
 		SetRate: func(rate algorithmsRate) error {
+			if r.router != nil {
+				return fmt.Errorf("%w: with routes each destination has its own rate (routes.destinations); change the config and restart", pacer.ErrInvalidConfig)
+			}
 			if err := r.engine.SetRate(rate); err != nil {
 				return err
 			}

@@ -1,0 +1,196 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Routes paces each destination at its own limit: a message's destination
+// is named by its key or a header (By); every destination gets an engine of
+// its own (its own token bucket, learned limit, in-flight bound and
+// breaker), so one that is throttled, broken or slow holds only its own
+// messages. The HTTP sink's url may hold DestinationPlaceholder, replaced by
+// the destination's name. Off unless By is set.
+type Routes struct {
+	// By names a message's destination: "key" (the message key) or
+	// "header:NAME", as for shaping.per_key.
+	By string `yaml:"by" json:"by"`
+	// Destinations are the destinations with settings of their own; any
+	// other destination gets shaping's rate, burst and peak. Each named
+	// one is also its own route in /status and the metrics; the others
+	// are counted together as "other".
+	Destinations map[string]RouteLimits `yaml:"destinations" json:"destinations"`
+	// MaxActive bounds the destinations with an engine at once (default
+	// 1000); a message for another one waits until an idle one closes.
+	MaxActive int `yaml:"max_active" json:"max_active"`
+	// IdleAfter closes a destination that held nothing this long (default
+	// 30s).
+	IdleAfter Duration `yaml:"idle_after" json:"idle_after"`
+	// HoldSize bounds the messages held for destinations that cannot take
+	// more now (their queue full, their engine starting); HoldPerDestination
+	// one destination's share. Beyond either, the source is paused.
+	// Defaults 10000 and 1000.
+	HoldSize           int `yaml:"hold_size" json:"hold_size"`
+	HoldPerDestination int `yaml:"hold_per_destination" json:"hold_per_destination"`
+}
+
+// RouteLimits are one named destination's own limits. A destination with
+// its own rate takes only its own burst (default: one second's worth) and
+// peak (default: none); without, it takes shaping's, its own burst or peak
+// replacing shaping's.
+type RouteLimits struct {
+	Rate  Rate `yaml:"rate" json:"rate"`
+	Burst int  `yaml:"burst" json:"burst"`
+	Peak  Rate `yaml:"peak" json:"peak"`
+}
+
+// DestinationPlaceholder, in sink.http.url, is replaced by a destination's
+// name.
+const DestinationPlaceholder = "{destination}"
+
+// Defaults of routes.
+const (
+	DefaultRoutesMaxActive          = 1000
+	DefaultRoutesIdleAfter          = 30 * time.Second
+	DefaultRoutesHoldSize           = 10000
+	DefaultRoutesHoldPerDestination = 1000
+)
+
+// validDestination is what a destination's name may be when it goes into
+// the URL: a DNS label sequence or path segment, no character that could
+// change where the request goes.
+var validDestination = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]{0,252}$`)
+
+// CheckDestination reports what is wrong with name as a destination that
+// goes into sink.http.url (nil: fine).
+func CheckDestination(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty")
+	}
+	if !validDestination.MatchString(name) {
+		return fmt.Errorf("%q: want letters, digits, '.', '_', '~' or '-' (at most 253)", name)
+	}
+	return nil
+}
+
+// Enabled reports whether routes are on.
+func (r Routes) Enabled() bool { return r.By != "" }
+
+// Limits is what destination gets: its own settings over shaping's.
+func (r Routes) Limits(s Shaping, destination string) RouteLimits {
+	l := RouteLimits{Rate: s.Rate, Burst: s.Burst, Peak: s.Peak}
+	if own, ok := r.Destinations[destination]; ok {
+		if !own.Rate.IsZero() {
+			// Its own rate: shaping's burst and peak were sized for
+			// another rate, so only its own apply.
+			l.Rate, l.Burst, l.Peak = own.Rate, own.Burst, own.Peak
+		}
+		if own.Burst != 0 {
+			l.Burst = own.Burst
+		}
+		if !own.Peak.IsZero() {
+			l.Peak = own.Peak
+		}
+	}
+	return l
+}
+
+func (v *validator) routes() {
+	r := v.c.Routes
+	if !r.Enabled() {
+		for _, k := range []string{"destinations", "max_active", "idle_after", "hold_size", "hold_per_destination"} {
+			if v.c.Has("routes." + k) {
+				v.add("routes."+k, "set, but routes.by is not: routes are off")
+			}
+		}
+		return
+	}
+	if r.By != "key" && !strings.HasPrefix(r.By, "header:") || r.By == "header:" {
+		v.add("routes.by", "%q: want \"key\" or \"header:NAME\"", r.By)
+	}
+	if t := v.c.Sink.Type; t != "http" && t != "stdout" {
+		v.add("routes.by", "routes pace HTTP destinations: sink.type is %q (want http, or stdout to try a config)", t)
+	}
+	s := v.c.Shaping
+	for path, set := range map[string]bool{
+		"shaping.global":    !s.Global.RedisURL.IsZero(),
+		"shaping.state_dir": s.StateDir != "",
+		"shaping.state_key": s.StateKey != "",
+		"shaping.fairness":  s.Fairness.Enabled,
+		"shaping.priority":  len(s.Priority.Lanes) > 0,
+		"shaping.quotas":    len(s.Quotas) > 0,
+		"shaping.schedule":  len(s.Schedule) > 0,
+		"shaping.per_key":   !s.PerKey.Rate.IsZero(),
+	} {
+		if set {
+			v.add(path, "not supported with routes yet: each destination has its own engine; remove it or routes.by")
+		}
+	}
+	for _, f := range []struct {
+		path string
+		n    int
+	}{{"routes.max_active", r.MaxActive}, {"routes.hold_size", r.HoldSize}, {"routes.hold_per_destination", r.HoldPerDestination}} {
+		if f.n < 0 {
+			v.add(f.path, "must be >= 0 (0: the default), got %d", f.n)
+		}
+	}
+	if r.IdleAfter < 0 {
+		v.add("routes.idle_after", "must be >= 0 (0: the default)")
+	}
+	placeholder := strings.Contains(v.c.Sink.HTTP.URL, DestinationPlaceholder)
+	for _, name := range sortedKeys(r.Destinations) {
+		own := r.Destinations[name]
+		path := "routes.destinations." + name
+		if placeholder {
+			if err := CheckDestination(name); err != nil {
+				v.add(path, "not a name that can go into sink.http.url: %v", err)
+			}
+		}
+		if own.Burst < 0 {
+			v.add(path+".burst", "must be >= 0, got %d", own.Burst)
+		}
+		l := r.Limits(s, name)
+		if !l.Peak.IsZero() && !l.Rate.IsZero() && l.Peak.PerSecond() < l.Rate.PerSecond() {
+			v.add(path+".peak", "peak %s is below its rate %s", l.Peak, l.Rate)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// routesSummary says what each destination gets.
+func (c *Config) routesSummary(b *strings.Builder) {
+	r := c.Routes
+	if !r.Enabled() {
+		return
+	}
+	fmt.Fprintf(b, "; each destination (named by the message's %s) paced on its own, with its own bucket, learned limit, in-flight bound and breaker", r.By)
+	if strings.Contains(c.Sink.HTTP.URL, DestinationPlaceholder) {
+		fmt.Fprintf(b, ", sent to %s with %s replaced by its name (a message whose destination cannot go into the URL is dead-lettered)", c.Sink.HTTP.URL, DestinationPlaceholder)
+	}
+	for _, name := range sortedKeys(r.Destinations) {
+		l := r.Limits(c.Shaping, name)
+		fmt.Fprintf(b, "; %q at %s", name, l.Rate)
+		if l.Burst > 0 {
+			fmt.Fprintf(b, " (bursts of %d)", l.Burst)
+		}
+		if !l.Peak.IsZero() {
+			fmt.Fprintf(b, ", never faster than %s", l.Peak)
+		}
+	}
+	if len(r.Destinations) > 0 {
+		b.WriteString("; every other destination at shaping's rate")
+	}
+	fmt.Fprintf(b, "; at most %d destinations active at once, each closed after %v idle", cmp.Or(r.MaxActive, DefaultRoutesMaxActive), cmp.Or(r.IdleAfter.D(), DefaultRoutesIdleAfter))
+}

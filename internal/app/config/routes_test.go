@@ -1,0 +1,81 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const routesYAML = `source:
+  type: nats
+  nats:
+    stream: HOOKS
+shaping:
+  rate: 50/s
+  peak: 100/s
+sink:
+  type: http
+  http:
+    url: https://{destination}.hooks.example.com/events
+routes:
+  by: header:customer
+  destinations:
+    big-shop: {rate: 200/s, burst: 40}
+    tiny-blog: {rate: 2/s}
+  max_active: 500
+`
+
+func TestRoutesParseAndSummary(t *testing.T) {
+	c := mustParse(t, routesYAML, nil)
+	r := c.Routes
+	if !r.Enabled() || r.By != "header:customer" || r.MaxActive != 500 || len(r.Destinations) != 2 {
+		t.Fatalf("routes = %+v", r)
+	}
+	if l := r.Limits(c.Shaping, "big-shop"); l.Rate.PerSecond() != 200 || l.Burst != 40 || !l.Peak.IsZero() {
+		t.Errorf("big-shop gets %+v", l)
+	}
+	if l := r.Limits(c.Shaping, "someone-else"); l.Rate.PerSecond() != 50 || l.Peak.PerSecond() != 100 {
+		t.Errorf("an unnamed destination gets %+v, want shaping's", l)
+	}
+	sum := c.Summary()
+	for _, want := range []string{"each destination (named by the message's header:customer) paced on its own",
+		`"big-shop" at 200/s (bursts of 40)`, `"tiny-blog" at 2/s`, "every other destination at shaping's rate",
+		"at most 500 destinations active at once, each closed after 30s idle", "with {destination} replaced by its name"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+}
+
+func TestRoutesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"bad by", "by: header:customer", "by: subject", `routes.by: "subject": want "key" or "header:NAME"`},
+		{"peak below a route's rate", "big-shop: {rate: 200/s, burst: 40}", "big-shop: {rate: 200/s, peak: 150/s}", "routes.destinations.big-shop.peak: peak 150/s is below its rate 200/s"},
+		{"a name the URL cannot take", "tiny-blog: {rate: 2/s}", "tiny/blog: {rate: 2/s}", "routes.destinations.tiny/blog: not a name that can go into sink.http.url"},
+		{"global not yet", "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, rate: 100/s}\n", "shaping.global: not supported with routes yet"},
+		{"placeholder without routes", "routes:\n  by: header:customer", "routes_off:\n  by: header:customer", ""},
+		{"negative bound", "max_active: 500", "max_active: -1", "routes.max_active: must be >= 0"},
+		{"sql sink", "  type: http\n  http:\n    url: https://{destination}.hooks.example.com/events", "  type: sql\n  sql: {driver: postgres, dsn: postgres://x@y/z, table: t}", `routes pace HTTP destinations: sink.type is "sql"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(routesYAML, tc.from, tc.to, 1)
+			if text == routesYAML {
+				t.Fatalf("%q not in the config", tc.from)
+			}
+			if tc.want == "" {
+				return
+			}
+			got := problemsOf(t, text, nil).Error()
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("problems:\n%s\nwant %q", got, tc.want)
+			}
+		})
+	}
+	// The URL holds the placeholder, but nothing names the destination.
+	text := strings.Replace(routesYAML, "routes:\n  by: header:customer\n", "routes:\n", 1)
+	got := problemsOf(t, text, nil).Error()
+	if !strings.Contains(got, "sink.http.url: holds {destination}, but routes.by is not set") {
+		t.Fatalf("problems:\n%s", got)
+	}
+}

@@ -1,0 +1,168 @@
+package binarytest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pacer-dev/pacer/internal/app/testapi"
+	"github.com/pacer-dev/pacer/internal/testsupport/binharness"
+	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/pacer/route"
+)
+
+// routesStatus is the part of /status with routes that the test reads.
+type routesStatus struct {
+	Routes *route.Status `json:"routes"`
+}
+
+// The binary with routes, NATS to six APIs named by a header: each API is
+// paced at its own limit (two named in routes.destinations, three at
+// shaping's), one answering 500 is held while every other one gets all of
+// its messages, and gets its own once it recovers; messages without the
+// header are dead-lettered with the reason; nothing is lost.
+func TestRunRoutesNATS(t *testing.T) {
+	const burst = 5
+	limits := map[string]float64{"shop-a": 20, "shop-b": 40, "shop-c": 10, "shop-d": 10, "shop-e": 10, "shop-f": 10}
+	per := map[string]int{"shop-a": 60, "shop-b": 120, "shop-c": 20, "shop-d": 30, "shop-e": 30, "shop-f": 30}
+	const noHeader = 5
+	cfgs := map[string]testapi.Config{}
+	for name, l := range limits {
+		cfgs[name] = testapi.Config{Rate: l, Burst: burst + 2}
+	}
+	apis := testapi.NewMany(cfgs)
+	t.Cleanup(apis.Close)
+	apis.API("shop-c").SetFailure(testapi.Fail500)
+
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	left := map[string]int{}
+	for k, v := range per {
+		left[k] = v
+	}
+	n := 0
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	publish := func(customer string) {
+		msg := &nats.Msg{Subject: stream + ".in", Data: body(n), Header: nats.Header{}}
+		if customer != "" {
+			msg.Header.Set("customer", customer)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatalf("publish %d: %v", n, err)
+		}
+		n++
+	}
+	for more := true; more; {
+		more = false
+		for _, name := range []string{"shop-a", "shop-b", "shop-c", "shop-d", "shop-e", "shop-f"} {
+			if left[name] > 0 {
+				left[name]--
+				more = true
+				publish(name)
+			}
+		}
+	}
+	for range noHeader {
+		publish("")
+	}
+
+	file := filepath.Join(t.TempDir(), "dlq.jsonl")
+	admin := binharness.FreeAddr(t)
+	cfg := binharness.WriteFile(t, "routes.yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %[1]s
+    stream: %[2]s
+    filter_subject: %[2]s.>
+    consumer: pacer
+    ack_wait: 5s
+shaping:
+  rate: 10/s
+  burst: %[5]d
+  max_in_flight: 4
+  adaptive: {mode: "off"}
+sink:
+  type: http
+  http:
+    url: %[3]s/{destination}/hook
+    timeout: 5s
+routes:
+  by: header:customer
+  destinations:
+    shop-a: {rate: 20/s, burst: %[5]d}
+    shop-b: {rate: 40/s, burst: %[5]d}
+retry:
+  max_attempts: none
+  initial_backoff: 50ms
+  max_backoff: 500ms
+dead_letter:
+  type: file
+  path: %[6]s
+admin:
+  listen: "%[4]s"
+drain_timeout: 5s
+`, url, stream, strings.TrimSuffix(apis.URL("x"), "/x"), admin, burst, file))
+	if res := binharness.Run(t, nil, "validate", "-c", cfg); res.Code != 0 || !strings.Contains(res.Output, `"shop-a" at 20/s`) {
+		t.Fatalf("validate: exit %d\n%s", res.Code, res.Output)
+	}
+	w := startWorker(t, cfg, admin)
+	healthy := []string{"shop-a", "shop-b", "shop-d", "shop-e", "shop-f"}
+	binharness.Eventually(t, 2*time.Minute, "every healthy API got all of its messages and the header-less ones were dead-lettered", func() bool {
+		for _, name := range healthy {
+			if apis.API(name).Stats().Unique < per[name] {
+				return false
+			}
+		}
+		return len(readDeadLetterFile(t, file)) >= noHeader
+	})
+	if got := apis.API("shop-c").Stats().Accepted; got != 0 {
+		t.Fatalf("the broken API accepted %d", got)
+	}
+	var st routesStatus
+	if err := binharness.GetStatus(admin, &st); err != nil || st.Routes == nil {
+		t.Fatalf("/status: %v, routes %v", err, st.Routes)
+	}
+	if _, ok := st.Routes.Groups["shop-a"]; !ok {
+		t.Errorf("/status routes.groups lacks the named shop-a: %+v", st.Routes.Groups)
+	}
+	if g := st.Routes.Groups["other"]; g.Delivered < uint64(per["shop-d"]+per["shop-e"]+per["shop-f"]) {
+		t.Errorf("/status routes.groups.other = %+v, want the unnamed destinations' deliveries", g)
+	}
+	apis.API("shop-c").SetFailure(testapi.FailNone)
+	binharness.Eventually(t, 2*time.Minute, "the broken API got its messages after it recovered", func() bool {
+		return apis.API("shop-c").Stats().Unique >= per["shop-c"]
+	})
+	if code := w.Stop(t, time.Minute); code != 0 {
+		t.Errorf("SIGTERM: exit %d want 0", code)
+	}
+	for name, l := range limits {
+		api := apis.API(name)
+		s := api.Stats()
+		if s.Unique != per[name] {
+			t.Errorf("%s: %d distinct messages, want %d", name, s.Unique, per[name])
+		}
+		if name == "shop-c" {
+			continue // its retries while down are not paced admissions
+		}
+		x := api.Envelope(l, burst)
+		t.Logf("RESULT routes %s: limit %.0f/s, accepted %d, 429s %d, envelope excess %v", name, l, s.Accepted, s.Throttled, x)
+		if x.Messages > 1 {
+			t.Errorf("%s went over its own envelope: %v", name, x)
+		}
+	}
+	dl := readDeadLetterFile(t, file)
+	if len(dl) != noHeader {
+		t.Errorf("dead letters = %d, want the %d messages without the header", len(dl), noHeader)
+	}
+	for _, reason := range dl {
+		if !strings.Contains(reason, "names no destination") {
+			t.Errorf("dead-letter reason %q does not say why", reason)
+		}
+	}
+}
