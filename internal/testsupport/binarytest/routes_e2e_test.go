@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/pacer-dev/pacer/internal/app/testapi"
 	"github.com/pacer-dev/pacer/internal/testsupport/binharness"
@@ -27,10 +28,68 @@ type routesStatus struct {
 // its messages, and gets its own once it recovers; messages without the
 // header are dead-lettered with the reason; nothing is lost.
 func TestRunRoutesNATS(t *testing.T) {
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	source := fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %[1]s
+    stream: %[2]s
+    filter_subject: %[2]s.>
+    consumer: pacer
+    ack_wait: 5s
+`, url, stream)
+	runRoutes(t, source, "header:customer", func(customer string, n int) {
+		msg := &nats.Msg{Subject: stream + ".in", Data: body(n), Header: nats.Header{}}
+		if customer != "" {
+			msg.Header.Set("customer", customer)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatalf("publish %d: %v", n, err)
+		}
+	})
+}
+
+// The same through Kafka, the destination named by the message key.
+func TestRunRoutesKafka(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.UniqueName(t, "routes")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	source := fmt.Sprintf(`source:
+  type: kafka
+  kafka:
+    brokers: [%s]
+    topics: [%s]
+    group: pacer-routes
+    initial_offset: oldest
+`, strings.Join(brokers, ", "), topic)
+	runRoutes(t, source, "key", func(customer string, n int) {
+		rec := &kgo.Record{Topic: topic, Value: body(n)}
+		if customer != "" {
+			rec.Key = []byte(customer)
+		}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", n, err)
+		}
+	})
+}
+
+// runRoutes publishes the messages of six destinations (interleaved, as a
+// shared queue holds them) and five without a destination through publish,
+// runs the binary with source and routes.by, and checks what each API got.
+func runRoutes(t *testing.T, source, by string, publish func(customer string, n int)) {
 	const burst = 5
 	limits := map[string]float64{"shop-a": 20, "shop-b": 40, "shop-c": 10, "shop-d": 10, "shop-e": 10, "shop-f": 10}
 	per := map[string]int{"shop-a": 60, "shop-b": 120, "shop-c": 20, "shop-d": 30, "shop-e": 30, "shop-f": 30}
-	const noHeader = 5
+	const noDestination = 5
 	cfgs := map[string]testapi.Config{}
 	for name, l := range limits {
 		cfgs[name] = testapi.Config{Rate: l, Burst: burst + 2}
@@ -39,87 +98,67 @@ func TestRunRoutesNATS(t *testing.T) {
 	t.Cleanup(apis.Close)
 	apis.API("shop-c").SetFailure(testapi.Fail500)
 
-	url := testenv.NATS(t)
-	js, stream := natsStream(t, url)
 	left := map[string]int{}
 	for k, v := range per {
 		left[k] = v
 	}
 	n := 0
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	publish := func(customer string) {
-		msg := &nats.Msg{Subject: stream + ".in", Data: body(n), Header: nats.Header{}}
-		if customer != "" {
-			msg.Header.Set("customer", customer)
-		}
-		if _, err := js.PublishMsg(ctx, msg); err != nil {
-			t.Fatalf("publish %d: %v", n, err)
-		}
-		n++
-	}
 	for more := true; more; {
 		more = false
 		for _, name := range []string{"shop-a", "shop-b", "shop-c", "shop-d", "shop-e", "shop-f"} {
 			if left[name] > 0 {
 				left[name]--
 				more = true
-				publish(name)
+				publish(name, n)
+				n++
 			}
 		}
 	}
-	for range noHeader {
-		publish("")
+	for range noDestination {
+		publish("", n)
+		n++
 	}
 
 	file := filepath.Join(t.TempDir(), "dlq.jsonl")
 	admin := binharness.FreeAddr(t)
-	cfg := binharness.WriteFile(t, "routes.yaml", fmt.Sprintf(`source:
-  type: nats
-  nats:
-    url: %[1]s
-    stream: %[2]s
-    filter_subject: %[2]s.>
-    consumer: pacer
-    ack_wait: 5s
-shaping:
+	cfg := binharness.WriteFile(t, "routes.yaml", source+fmt.Sprintf(`shaping:
   rate: 10/s
-  burst: %[5]d
+  burst: %[3]d
   max_in_flight: 4
   adaptive: {mode: "off"}
 sink:
   type: http
   http:
-    url: %[3]s/{destination}/hook
+    url: %[1]s/{destination}/hook
     timeout: 5s
 routes:
-  by: header:customer
+  by: %[5]s
   destinations:
-    shop-a: {rate: 20/s, burst: %[5]d}
-    shop-b: {rate: 40/s, burst: %[5]d}
+    shop-a: {rate: 20/s, burst: %[3]d}
+    shop-b: {rate: 40/s, burst: %[3]d}
 retry:
   max_attempts: none
   initial_backoff: 50ms
   max_backoff: 500ms
 dead_letter:
   type: file
-  path: %[6]s
+  path: %[4]s
 admin:
-  listen: "%[4]s"
+  listen: "%[2]s"
 drain_timeout: 5s
-`, url, stream, strings.TrimSuffix(apis.URL("x"), "/x"), admin, burst, file))
+`, strings.TrimSuffix(apis.URL("x"), "/x"), admin, burst, file, by))
 	if res := binharness.Run(t, nil, "validate", "-c", cfg); res.Code != 0 || !strings.Contains(res.Output, `"shop-a" at 20/s`) {
 		t.Fatalf("validate: exit %d\n%s", res.Code, res.Output)
 	}
 	w := startWorker(t, cfg, admin)
 	healthy := []string{"shop-a", "shop-b", "shop-d", "shop-e", "shop-f"}
-	binharness.Eventually(t, 2*time.Minute, "every healthy API got all of its messages and the header-less ones were dead-lettered", func() bool {
+	binharness.Eventually(t, 2*time.Minute, "every healthy API got all of its messages and those without a destination were dead-lettered", func() bool {
 		for _, name := range healthy {
 			if apis.API(name).Stats().Unique < per[name] {
 				return false
 			}
 		}
-		return len(readDeadLetterFile(t, file)) >= noHeader
+		return len(readDeadLetterFile(t, file)) >= noDestination
 	})
 	if got := apis.API("shop-c").Stats().Accepted; got != 0 {
 		t.Fatalf("the broken API accepted %d", got)
@@ -157,8 +196,8 @@ drain_timeout: 5s
 		}
 	}
 	dl := readDeadLetterFile(t, file)
-	if len(dl) != noHeader {
-		t.Errorf("dead letters = %d, want the %d messages without the header", len(dl), noHeader)
+	if len(dl) != noDestination {
+		t.Errorf("dead letters = %d, want the %d messages without a destination", len(dl), noDestination)
 	}
 	for _, reason := range dl {
 		if !strings.Contains(reason, "names no destination") {
