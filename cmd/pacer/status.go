@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -128,10 +131,63 @@ func printStatus(out io.Writer, v runner.StatusView, live bool) {
 			}
 		}
 	}
+	if r := v.Routes; r != nil {
+		printRoutes(row, r)
+	}
 	if v.UsefulWorkers > 0 {
 		row("workers", "the global budget (%s) keeps at most %d workers busy at %s each; more add nothing", v.Configured.Global, v.UsefulWorkers, v.Configured.Rate)
 	}
 }
+
+// printRoutes writes a worker's routes: the destinations it has, what it
+// holds, each route's counts, and one row per destination, the busiest
+// first, at most maxRouteRows of them.
+func printRoutes(row func(k, format string, args ...any), r *runner.RoutesStatus) {
+	paused := ""
+	if r.SourcePaused {
+		paused = ", source paused (a destination's hold is full)"
+	}
+	row("routes", "%d destinations active (at most %d), %d held%s", r.Active, r.MaxActive, r.Held, paused)
+	for _, g := range slices.Sorted(maps.Keys(r.Groups)) {
+		t := r.Groups[g]
+		row("  route "+g, "%d delivered, %d dead-lettered, %d retried", t.Delivered, t.DeadLettered, t.Retried)
+	}
+	dests := slices.Clone(r.Destinations)
+	busy := func(d runner.DestinationStatus) int64 {
+		n := int64(d.Held)
+		if d.Engine != nil {
+			n += int64(d.Engine.QueueDepth) + d.Engine.InFlight
+		}
+		return n
+	}
+	slices.SortStableFunc(dests, func(a, b runner.DestinationStatus) int { return cmp.Compare(busy(b), busy(a)) })
+	for i, d := range dests {
+		if i == maxRouteRows {
+			row("  ...", "%d more destinations (pacer status --json lists them all)", len(dests)-i)
+			break
+		}
+		e := d.Engine
+		if e == nil {
+			row("  "+d.Name, "waiting for an engine, %d held", d.Held)
+			continue
+		}
+		state := "ok"
+		switch {
+		case e.Breaker.Open:
+			state = "breaker open: " + e.Breaker.Class
+		case e.Paused:
+			state = "paused (" + strings.Join(e.PauseReasons, ", ") + ")"
+		}
+		limit := "no learned limit"
+		if e.LearnedLimit > 0 {
+			limit = fmt.Sprintf("limit %s/s from %s", fmtRate(e.LearnedLimit), e.LimitSource)
+		}
+		row("  "+d.Name, "%s/s (%s), %d queued, %d in flight, %d held, %s", fmtRate(e.Rate), limit, e.QueueDepth, e.InFlight, d.Held, state)
+	}
+}
+
+// maxRouteRows bounds the destinations printStatus lists.
+const maxRouteRows = 20
 
 func fmtRate(f float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")

@@ -15,6 +15,13 @@ import (
 	"github.com/pacer-dev/pacer/pacer/route"
 )
 
+// RoutesStatus and DestinationStatus are /status's routes (route.Status),
+// named here for the commands that print them.
+type (
+	RoutesStatus      = route.Status
+	DestinationStatus = route.DestinationStatus
+)
+
 // invalidDestination is the destination of the messages whose destination
 // cannot go into sink.http.url: its engine's sink rejects each one (so it
 // is dead-lettered with the reason). The parentheses keep it from being a

@@ -173,6 +173,12 @@ drain_timeout: 5s
 	if g := st.Routes.Groups["other"]; g.Delivered < uint64(per["shop-d"]+per["shop-e"]+per["shop-f"]) {
 		t.Errorf("/status routes.groups.other = %+v, want the unnamed destinations' deliveries", g)
 	}
+	if res := binharness.Run(t, nil, "status", "--addr", admin); res.Code != 0 ||
+		!strings.Contains(res.Stdout, "route shop-a") || !strings.Contains(res.Stdout, "route other") || !strings.Contains(res.Stdout, "  shop-c ") {
+		t.Errorf("pacer status: exit %d, want the routes and the held shop-c:\n%s", res.Code, res.Output)
+	} else {
+		t.Logf("pacer status while shop-c is down:\n%s", res.Stdout)
+	}
 	apis.API("shop-c").SetFailure(testapi.FailNone)
 	binharness.Eventually(t, 2*time.Minute, "the broken API got its messages after it recovered", func() bool {
 		return apis.API("shop-c").Stats().Unique >= per["shop-c"]
