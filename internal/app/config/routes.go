@@ -117,14 +117,14 @@ func (v *validator) routes() {
 	}
 	s := v.c.Shaping
 	for path, set := range map[string]bool{
-		"shaping.global":    !s.Global.RedisURL.IsZero(),
-		"shaping.state_dir": s.StateDir != "",
-		"shaping.state_key": s.StateKey != "",
-		"shaping.fairness":  s.Fairness.Enabled,
-		"shaping.priority":  len(s.Priority.Lanes) > 0,
-		"shaping.quotas":    len(s.Quotas) > 0,
-		"shaping.schedule":  len(s.Schedule) > 0,
-		"shaping.per_key":   !s.PerKey.Rate.IsZero(),
+		"shaping.global.per_key": !s.Global.PerKey.Rate.IsZero(),
+		"shaping.state_dir":      s.StateDir != "",
+		"shaping.state_key":      s.StateKey != "",
+		"shaping.fairness":       s.Fairness.Enabled,
+		"shaping.priority":       len(s.Priority.Lanes) > 0,
+		"shaping.quotas":         len(s.Quotas) > 0,
+		"shaping.schedule":       len(s.Schedule) > 0,
+		"shaping.per_key":        !s.PerKey.Rate.IsZero(),
 	} {
 		if set {
 			v.add(path, "not supported with routes yet: each destination has its own engine; remove it or routes.by")
@@ -191,6 +191,9 @@ func (c *Config) routesSummary(b *strings.Builder) {
 	}
 	if len(r.Destinations) > 0 {
 		b.WriteString("; every other destination at shaping's rate")
+	}
+	if g := c.Shaping.Global; !g.RedisURL.IsZero() {
+		fmt.Fprintf(b, "; every worker sharing Redis key %q shares each destination's budget (its rate, %s for those not named) under %q", g.Key, g.Rate, g.Key+":<destination>")
 	}
 	fmt.Fprintf(b, "; at most %d destinations active at once, each closed after %v idle", cmp.Or(r.MaxActive, DefaultRoutesMaxActive), cmp.Or(r.IdleAfter.D(), DefaultRoutesIdleAfter))
 }

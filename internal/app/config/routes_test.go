@@ -53,7 +53,7 @@ func TestRoutesRefused(t *testing.T) {
 		{"bad by", "by: header:customer", "by: subject", `routes.by: "subject": want "key" or "header:NAME"`},
 		{"peak below a route's rate", "big-shop: {rate: 200/s, burst: 40}", "big-shop: {rate: 200/s, peak: 150/s}", "routes.destinations.big-shop.peak: peak 150/s is below its rate 200/s"},
 		{"a name the URL cannot take", "tiny-blog: {rate: 2/s}", "tiny/blog: {rate: 2/s}", "routes.destinations.tiny/blog: not a name that can go into sink.http.url"},
-		{"global not yet", "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, rate: 100/s}\n", "shaping.global: not supported with routes yet"},
+		{"quotas not yet", "  peak: 100/s\n", "  peak: 100/s\n  quotas: [{limit: 1000/day}]\n", "shaping.quotas: not supported with routes yet"},
 		{"placeholder without routes", "routes:\n  by: header:customer", "routes_off:\n  by: header:customer", ""},
 		{"negative bound", "max_active: 500", "max_active: -1", "routes.max_active: must be >= 0"},
 		{"sql sink", "  type: http\n  http:\n    url: https://{destination}.hooks.example.com/events", "  type: sql\n  sql: {driver: postgres, dsn: postgres://x@y/z, table: t}", `routes pace HTTP destinations: sink.type is "sql"`},
@@ -77,5 +77,12 @@ func TestRoutesRefused(t *testing.T) {
 	got := problemsOf(t, text, nil).Error()
 	if !strings.Contains(got, "sink.http.url: holds {destination}, but routes.by is not set") {
 		t.Fatalf("problems:\n%s", got)
+	}
+}
+
+func TestRoutesWithGlobalSummary(t *testing.T) {
+	c := mustParse(t, strings.Replace(routesYAML, "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, key: hooks, rate: 50/s}\n", 1), nil)
+	if sum := c.Summary(); !strings.Contains(sum, `every worker sharing Redis key "hooks" shares each destination's budget (its rate, 50/s for those not named) under "hooks:<destination>"`) {
+		t.Errorf("summary:\n%s", sum)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pacer-dev/pacer/internal/app/config"
+	"github.com/pacer-dev/pacer/internal/base/redact"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/metrics"
 	"github.com/pacer-dev/pacer/pacer/route"
@@ -99,9 +101,13 @@ func (rt *routes) engine(dest string) (pacer.Config, error) {
 	if err != nil {
 		return pacer.Config{}, err
 	}
+	cl := &closers{}
+	if sh, err = rt.shared(sh, c.Shaping, dest, l, cl); err != nil {
+		_ = cl.close()
+		return pacer.Config{}, err
+	}
 	ec.Shaping = sh
 	c.Sink.HTTP.URL = strings.ReplaceAll(c.Sink.HTTP.URL, config.DestinationPlaceholder, dest)
-	cl := &closers{}
 	sink, err := buildSink(&c, rt.stdoutW, cl)
 	if err != nil {
 		_ = cl.close()
@@ -112,6 +118,36 @@ func (rt *routes) engine(dest string) (pacer.Config, error) {
 	rt.mu.Unlock()
 	ec.Sink = sink
 	return ec, nil
+}
+
+// shared gives sh, a destination's shaping, its budget shared through
+// Redis when shaping.global is set: under key:<destination>, at the
+// destination's own rate and burst if it is named, else at
+// shaping.global's; its learned limit is shared the same way unless
+// learn_alone. The limiter's Close goes to cl.
+func (rt *routes) shared(sh pacer.Shaping, s config.Shaping, dest string, l config.RouteLimits, cl *closers) (pacer.Shaping, error) {
+	g := s.Global
+	if g.RedisURL.IsZero() {
+		return sh, nil
+	}
+	g.Key += ":" + url.PathEscape(dest) // no '{' or '}': the key's hash tag stays whole
+	if _, named := rt.cfg.Routes.Destinations[dest]; named {
+		g.Rate, g.Burst = l.Rate, l.Burst
+	}
+	lim, err := redisLimiter(g, false, rt.base.Logger, time.Now())
+	if err != nil {
+		return sh, fmt.Errorf("shaping.global: %w", redact.New(g.RedisURL.Reveal()).Wrap(err))
+	}
+	cl.add(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return lim.Close(ctx)
+	})
+	sh.Global = lim
+	if s.SharesLearnedLimit() {
+		sh.LimitBoard, sh.GlobalRate = lim, g.Rate.Rate
+	}
+	return sh, nil
 }
 
 // release closes what engine built for a destination whose engine ended.

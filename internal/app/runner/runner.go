@@ -153,11 +153,13 @@ func New(cfg *config.Config, log *slog.Logger, stdoutW io.Writer, lookup func(st
 	}
 	sh := ec.Shaping
 	r.shaping = sh
-	if r.global, err = r.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
-		return nil, err
-	}
-	if r.globalKeyed, err = r.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
-		return nil, err
+	if !cfg.Routes.Enabled() { // with routes, each destination has its own (routes.go)
+		if r.global, err = r.redisLimiter(cfg.Shaping.Global, false, now); err != nil {
+			return nil, err
+		}
+		if r.globalKeyed, err = r.redisLimiter(cfg.Shaping.Global, true, now); err != nil {
+			return nil, err
+		}
 	}
 	sh = r.withRedis(sh, cfg.Shaping)
 	if key := cfg.Shaping.StateKey; key != "" && r.global != nil {

@@ -211,3 +211,110 @@ drain_timeout: 5s
 		}
 	}
 }
+
+// Three workers with routes and shaping.global share each destination's
+// budget through Redis: every API receives its messages within its own
+// envelope (rate*(t2-t1) + burst, with the jitter allowance of the other
+// shared-budget tests), though each worker alone would send at that rate.
+func TestRunRoutesThreeWorkersShareEachBudget(t *testing.T) {
+	const burst = 5
+	limits := map[string]float64{"shop-a": 20, "shop-b": 30, "shop-c": 10}
+	per := map[string]int{"shop-a": 80, "shop-b": 120, "shop-c": 40}
+	url := testenv.NATS(t)
+	js, stream := natsStream(t, url)
+	rs := testenv.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for name, k := range per {
+		for range k {
+			msg := &nats.Msg{Subject: stream + ".in", Data: body(n), Header: nats.Header{"customer": []string{name}}}
+			if _, err := js.PublishMsg(ctx, msg); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	cfgs := map[string]testapi.Config{}
+	for name, l := range limits {
+		cfgs[name] = testapi.Config{Rate: l, Burst: 3 * burst} // a 429 is not the check: the envelope is
+	}
+	apis := testapi.NewMany(cfgs)
+	t.Cleanup(apis.Close)
+	cfg := func(admin string) string {
+		return binharness.WriteFile(t, "routes-"+strings.ReplaceAll(admin, ":", "_")+".yaml", fmt.Sprintf(`source:
+  type: nats
+  nats:
+    url: %[1]s
+    stream: %[2]s
+    filter_subject: %[2]s.>
+    consumer: pacer
+    ack_wait: 5s
+shaping:
+  rate: 10/s
+  burst: %[5]d
+  max_in_flight: 2
+  adaptive: {mode: "off"}
+  global:
+    redis_url: %[6]s
+    prefix: "%[7]s"
+    key: hooks
+    rate: 10/s
+    burst: %[5]d
+sink:
+  type: http
+  http:
+    url: %[3]s/{destination}/hook
+    timeout: 5s
+routes:
+  by: header:customer
+  destinations:
+    shop-a: {rate: 20/s, burst: %[5]d}
+    shop-b: {rate: 30/s, burst: %[5]d}
+retry:
+  max_attempts: none
+  initial_backoff: 50ms
+  max_backoff: 500ms
+admin:
+  listen: "%[4]s"
+drain_timeout: 5s
+`, url, stream, strings.TrimSuffix(apis.URL("x"), "/x"), admin, burst, rs.URL, rs.Prefix))
+	}
+	var ws []*worker
+	for range 3 {
+		admin := binharness.FreeAddr(t)
+		ws = append(ws, startWorker(t, cfg(admin), admin))
+	}
+	binharness.Eventually(t, 2*time.Minute, "every API got all of its messages", func() bool {
+		for name, k := range per {
+			if apis.API(name).Stats().Unique < k {
+				return false
+			}
+		}
+		return true
+	})
+	busy := 0
+	for _, w := range ws {
+		var st routesStatus
+		if err := binharness.GetStatus(w.admin, &st); err == nil && st.Routes != nil && st.Routes.Opened > 0 {
+			busy++
+		}
+		if code := w.Stop(t, time.Minute); code != 0 {
+			t.Errorf("SIGTERM: exit %d want 0", code)
+		}
+	}
+	if busy < 2 {
+		t.Errorf("only %d of 3 workers delivered: the budget was not shared", busy)
+	}
+	for name, l := range limits {
+		api := apis.API(name)
+		x := api.Envelope(l, burst)
+		t.Logf("RESULT routes, 3 workers, %s: limit %.0f/s, accepted %d (unique %d), envelope excess %v", name, l, api.Stats().Accepted, api.Stats().Unique, x)
+		if api.Stats().Unique != per[name] {
+			t.Errorf("%s: %d distinct messages, want %d", name, api.Stats().Unique, per[name])
+		}
+		if slack := 1 + l*0.25; x.Messages > slack {
+			t.Errorf("%s: the three workers together went %v over its envelope (allowed %.2f)", name, x, slack)
+		}
+	}
+}
