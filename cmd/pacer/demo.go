@@ -11,17 +11,18 @@ import (
 // rate-limited HTTP API, a bursty publisher and the real engine between
 // them, with live progress, a summary table and a chart.
 type demoCmd struct {
-	Config   string        `short:"c" type:"path" placeholder:"FILE" help:"Take the shaping settings (rate, burst, peak, queue, in flight) from this config file instead of the flags."`
-	Rate     string        `default:"100/s" help:"Sustained rate."`
-	Burst    int           `default:"50" help:"Burst above the rate."`
-	Peak     string        `default:"150/s" help:"Peak rate, never exceeded (\"\" for none)."`
-	APIRate  float64       `name:"api-rate" default:"0" help:"The mock API's own limit, requests/s (0: the peak, or rate+burst without a peak); above it the API answers 429."`
-	Messages int           `default:"0" help:"Messages to publish in all (0: 70% of what the rate can deliver in --duration)."`
-	Duration time.Duration `default:"30s" help:"About how long the demo runs."`
-	Chart    string        `default:"pacer-demo.png" help:"Chart file to write (.png or .svg)."`
-	Admin    string        `default:"127.0.0.1:8484" help:"Admin listener with the live status page (a free port if taken; \"\" for none)."`
-	Plain    bool          `help:"Plain progress lines even on a terminal."`
-	Converge bool          `help:"The mock API allows only half the rate (or --api-rate) and answers 429 with Retry-After alone, no rate-limit headers; the backlog is there from the start. The chart shows the auto controller finding the API's limit."`
+	Config       string        `short:"c" type:"path" placeholder:"FILE" help:"Take the shaping settings (rate, burst, peak, queue, in flight) from this config file instead of the flags."`
+	Rate         string        `default:"100/s" help:"Sustained rate."`
+	Burst        int           `default:"50" help:"Burst above the rate."`
+	Peak         string        `default:"150/s" help:"Peak rate, never exceeded (\"\" for none)."`
+	APIRate      float64       `name:"api-rate" default:"0" help:"The mock API's own limit, requests/s (0: the peak, or rate+burst without a peak); above it the API answers 429."`
+	Messages     int           `default:"0" help:"Messages to publish in all (0: 70% of what the rate can deliver in --duration)."`
+	Duration     time.Duration `default:"30s" help:"About how long the demo runs."`
+	Chart        string        `default:"pacer-demo.png" help:"Chart file to write (.png or .svg)."`
+	Admin        string        `default:"127.0.0.1:8484" help:"Admin listener with the live status page (a free port if taken; \"\" for none)."`
+	Plain        bool          `help:"Plain progress lines even on a terminal."`
+	Converge     bool          `help:"The mock API allows only half the rate (or --api-rate) and answers 429 with Retry-After alone, no rate-limit headers; the backlog is there from the start. The chart shows the auto controller finding the API's limit."`
+	Destinations bool          `help:"Several destinations: four mock APIs with limits of their own (60/s, 20/s, 20/s, 5/s), the messages' customer header naming the API (routes:), one API answering 500 for the first third. Each is paced at its own limit and the broken one holds only its own messages. The rate flags are ignored."`
 }
 
 // Run runs the demo (internal/app/demo): exit 1 if any message was lost or it
@@ -31,8 +32,12 @@ func (d demoCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	return demo.Run(e.ctx, cfg, demo.Options{APIRate: d.APIRate, Messages: d.Messages, Duration: d.Duration, Chart: d.Chart,
-		Admin: d.Admin, Plain: d.Plain, Converge: d.Converge}, e.stdout, e.stderr, e.lookup)
+	opts := demo.Options{APIRate: d.APIRate, Messages: d.Messages, Duration: d.Duration, Chart: d.Chart,
+		Admin: d.Admin, Plain: d.Plain, Converge: d.Converge}
+	if d.Destinations {
+		return demo.RunDestinations(e.ctx, cfg, opts, e.stdout, e.stderr, e.lookup)
+	}
+	return demo.Run(e.ctx, cfg, opts, e.stdout, e.stderr, e.lookup)
 }
 
 // config is the demo's configuration: defaults, the flags' shaping (or the

@@ -148,3 +148,33 @@ func TestSimulateWritesChart(t *testing.T) {
 		t.Errorf("bad trace = %d %q", r.Code, r.Stderr)
 	}
 }
+
+// `pacer demo --destinations` paces four APIs at their own limits: none
+// loses a message, and the broken one's are delivered after it recovers.
+func TestDemoDestinations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the demo runs for about 10 s")
+	}
+	chart := filepath.Join(t.TempDir(), "dest.png")
+	r := binharness.Run(t, nil, "demo", "--destinations", "--duration", "8s", "--admin", "", "--chart", chart)
+	if r.Code != 0 {
+		t.Fatalf("exit %d:\n%s", r.Code, r.Output)
+	}
+	for _, dest := range []string{"big-shop", "small-shop", "broken-shop", "tiny-blog"} {
+		// Each destination's row: its messages all delivered, none lost or
+		// duplicated.
+		var row string
+		for _, line := range strings.Split(r.Stdout, "\n") {
+			if strings.Contains(line, "│ "+dest+" ") {
+				row = line
+			}
+		}
+		f := strings.FieldsFunc(row, func(c rune) bool { return c == '│' })
+		if len(f) < 6 || strings.TrimSpace(f[2]) != strings.TrimSpace(f[3]) || strings.TrimSpace(f[4]) != "0" || strings.TrimSpace(f[5]) != "0" {
+			t.Errorf("%s: row %q: want every message delivered once, none lost:\n%s", dest, row, r.Stdout)
+		}
+	}
+	if _, err := os.Stat(chart); err != nil {
+		t.Errorf("chart: %v", err)
+	}
+}
