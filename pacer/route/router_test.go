@@ -216,11 +216,11 @@ func TestRouterPropertyNothingLostOrderKept(t *testing.T) {
 	}
 }
 
-// 5,000 destinations seen once each: the engines stay within MaxActive, the
+// 10,000 destinations seen once each: the engines stay within MaxActive, the
 // idle ones are closed, and none is left running (goroutines return to
 // where they were; goleak checks the rest at the end).
 func TestManyDestinationsSeenOnce(t *testing.T) {
-	const n, maxActive = 5000, 40
+	const n, maxActive = 10000, 40
 	ledger := pacertest.NewLedger()
 	msgs := interleaved(ledger, ones(n))
 	base := runtime.NumGoroutine()
