@@ -161,7 +161,7 @@ type limitFinder struct {
 	exact      bool      // the limit was measured exactly (a saturated span, a penalty box's quota)
 	paused     bool      // the last refusal came with a pause (Retry-After): each costs the pause
 	creep      bool      // with pauses, the limit is a lower bound: it steps up while the cruise stays clean
-	creepFrom  float64   // the limit before the last step (0: none)
+	creepFrom  float64   // the limit the steps started from (0: no step yet)
 	stepAt     time.Time // the last step of the headroom or the limit while cruising with pauses
 	narrowTo   float64   // with pauses, the headroom narrows back to this one step per lfCreepEvery (0: only after lfHeadroomClean)
 	cleanSince time.Time // cruising without a refusal since (narrows the headroom)
@@ -403,7 +403,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	// cruise was too close to it (the burst after a wait, another
 	// client): the headroom widens.
 	widened := false
-	if f.src == From429 && !f.probing && !f.weak && f.rate < f.limit && !f.following(now) &&
+	if f.src == From429 && !f.probing && !f.weak && !(f.creep && f.creepFrom > 0) && f.rate < f.limit && !f.following(now) &&
 		!f.cleanSince.IsZero() && now.Sub(f.cleanSince) >= lfCycle {
 		f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
 		widened = true
@@ -452,11 +452,12 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// (a probe refused at once sustained the limit it started from).
 		lim, exact = sat, true
 	case paused && f.creep && f.creepFrom > 0 && !wasProbing:
-		// A step of the limit was refused: the one before it was
-		// sustained (never below it).
-		lim, exact = f.creepFrom, f.exact
+		// A step of the limit was refused. A downstream's burst may have
+		// hidden the steps before it (each is held a second only), so
+		// the limit is taken between where the steps started (clean for
+		// longer) and the step refused: never below the start.
+		lim, exact = max(math.Sqrt(f.creepFrom*f.limit), f.creepFrom), f.exact
 		f.creep = false
-		widen() // it was clean for a step only
 	case climbed && !paused:
 		// Probes passed in a row (the limit rose) until this one: the
 		// limit is between the last that passed and this one.
@@ -844,7 +845,8 @@ func (f *limitFinder) appLimited(now time.Time) bool {
 // one costs the pause, so the limit is found by clean steps rather than by
 // refusals): once per lfCreepEvery without a refusal, a limit only bounded
 // from below steps up by lfCreepStep (up to below the rate refused; the
-// next refusal returns it to the step before), else the headroom narrows
+// next refusal takes it between where the steps started and the step
+// refused), else the headroom narrows
 // back towards lfHeadroom by a point. It reports whether the rate changed.
 func (f *limitFinder) step(now time.Time) bool {
 	if f.weak || f.src != From429 || f.limit <= 0 || f.following(now) || f.appLimited(now) {
@@ -855,7 +857,9 @@ func (f *limitFinder) step(now time.Time) bool {
 	}
 	switch {
 	case f.creep && (f.upper == 0 || f.limit*(1+lfCreepStep) < f.upper) && f.limit < f.ceiling:
-		f.creepFrom = f.limit
+		if f.creepFrom == 0 {
+			f.creepFrom = f.limit
+		}
 		f.limit = min(f.limit*(1+lfCreepStep), f.ceiling)
 	case f.headroom < f.narrowTo:
 		f.creep = false

@@ -215,7 +215,11 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 		t.Fatalf("config: %v", err)
 	}
 	var logs testkit.Buffer
-	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard, nil)
+	level := slog.LevelWarn
+	if os.Getenv("PACER_BEHIND_LOG") != "" {
+		level = slog.LevelInfo // the controller's decisions, to see how a figure came about
+	}
+	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level})), io.Discard, nil)
 	if err != nil {
 		t.Fatalf("worker: %v", err)
 	}
@@ -234,7 +238,7 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 	if st.DeadLettered > 0 || st.Rejected > 0 {
 		t.Errorf("pacer dead-lettered %d, rejected %d: throttling must lose nothing", st.DeadLettered, st.Rejected)
 	}
-	t.Logf("pacer %s: learned limit %.1f/s, rate %.1f/s at the end; warnings:\n%s", name, st.LearnedLimit, st.Rate, logs.String())
+	t.Logf("pacer %s: learned limit %.1f/s, rate %.1f/s at the end; log (warnings, or all with PACER_BEHIND_LOG=1):\n%s", name, st.LearnedLimit, st.Rate, logs.String())
 }
 
 // runLoop sends n requests through a fixed-rate x/time/rate loop (burst
