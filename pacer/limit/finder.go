@@ -112,8 +112,13 @@ const (
 //     limit to what was accepted and probes again one second later; one
 //     that is throttled doubles the wait before the next probe (up to 60s).
 //     Probes are brief and rare by design: with a Retry-After gate, each
-//     failed probe costs the gate, a whole second when it is rounded up. So
-//     a rise of the limit is found 15-60s late, not at once.
+//     failed probe costs the gate, a whole second when it is rounded up, so
+//     they come no more often than that costs lfProbeShare of the time (40 s
+//     for a 1 s pause) and a rise of the limit is found 30-60s late.
+//   - With pauses (Retry-After), no span of refusals is seen: the limit is
+//     held and found by clean steps rather than by refusals (see step): a
+//     lone refusal after a clean cruise widens the headroom and keeps the
+//     limit, a refused probe returns to the last limit that passed.
 //
 // It is pure: every method takes now; it never reads a clock or sleeps.
 // Not safe for concurrent use (the controller holds its lock).
