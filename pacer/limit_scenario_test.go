@@ -474,10 +474,13 @@ func TestLimitSecondClient(t *testing.T) {
 // alone: no shared budget; each learns the limit from its own throttles.
 // NOT MET: while the three run together the aggregate is 45-50/s, but each
 // worker's learned limit is its own share of the moment; when one runs out
-// of messages first, the others find the capacity it left only by probing
-// (15 s or more apart), so the aggregate from 10 s to the last message is
-// 26-46/s depending on the API's latency. The bounds below (85% while all
-// run, 50% to the end) guard that; they are not the target.
+// of messages first, the others find the capacity it left only by probing,
+// and with Retry-After probes come 40 s or more apart (each refused one
+// costs its pause: probing 15 s after a refusal, as before, gave 26-46/s
+// here but cost the single worker 1-2/s behind nginx and HAProxy), so the
+// aggregate from 10 s to the last message is 21-25/s at 10-40 ms of API
+// latency. The bounds below (85% while all run, 40% to the end) guard
+// that; they are not the target: share the budget (shared-board).
 func TestLimitThreeWorkers(t *testing.T) {
 	const limit, n = 50.0, 1500
 	for _, tc := range []struct {
@@ -486,7 +489,7 @@ func TestLimitThreeWorkers(t *testing.T) {
 		floor  float64 // sustained share of the limit required (target 0.9)
 	}{
 		{"shared-board", true, 0.9},
-		{"alone", false, 0.5},
+		{"alone", false, 0.4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lr := limitRun{

@@ -73,7 +73,7 @@ const (
 	lfProbeMax        = 60 * time.Second // probes back off to this
 	lfProbeShare      = 0.025            // with pauses, a refused probe's pause costs at most this share of the time
 	lfCreepEvery      = time.Second      // with pauses, a clean cruise steps up this often
-	lfCreepStep       = 0.02             // the limit's step while it is only a lower bound
+	lfCreepStep       = 0.01             // the limit's step while it is only a lower bound
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate

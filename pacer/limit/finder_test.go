@@ -361,7 +361,7 @@ func TestLimitFinderPausedLoneRefusalKeepsTheLimit(t *testing.T) {
 
 // With Retry-After a limit only bounded from below (the burst-corrected
 // floor: the start-up took a whole window's quota at once, as HAProxy's
-// one-second rate does) steps up 2% per clean second; the refused step
+// one-second rate does) steps up 1% per clean second; the refused step
 // takes it between where the steps started and the step refused (a burst
 // may have hidden the steps before), never below the start (before: 85%
 // of the refused rate for good, 46/s for 50/s).
