@@ -478,7 +478,7 @@ func TestLimitSecondClient(t *testing.T) {
 // and with Retry-After probes come 40 s or more apart (each refused one
 // costs its pause: probing 15 s after a refusal, as before, gave 26-46/s
 // here but cost the single worker 1-2/s behind nginx and HAProxy), so the
-// aggregate from 10 s to the last message is 21-25/s at 10-40 ms of API
+// aggregate from 10 s to the last message is 22-32/s at 10-40 ms of API
 // latency. The bounds below (85% while all run, 40% to the end) guard
 // that; they are not the target: share the budget (shared-board).
 func TestLimitThreeWorkers(t *testing.T) {

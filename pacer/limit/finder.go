@@ -851,8 +851,8 @@ func (f *limitFinder) appLimited(now time.Time) bool {
 // refusals): once per lfCreepEvery without a refusal, a limit only bounded
 // from below steps up by lfCreepStep (up to below the rate refused; the
 // next refusal takes it between where the steps started and the step
-// refused), else the headroom narrows
-// back towards lfHeadroom by a point. It reports whether the rate changed.
+// refused), else the headroom narrows a point back towards what it was
+// before the bound (narrowTo). It reports whether the rate changed.
 func (f *limitFinder) step(now time.Time) bool {
 	if f.weak || f.src != From429 || f.limit <= 0 || f.following(now) || f.appLimited(now) {
 		return false
