@@ -114,7 +114,8 @@ const (
 //     Probes are brief and rare by design: with a Retry-After gate, each
 //     failed probe costs the gate, a whole second when it is rounded up, so
 //     they come no more often than that costs lfProbeShare of the time (40 s
-//     for a 1 s pause) and a rise of the limit is found 30-60s late.
+//     for a 1 s pause) and a rise of the limit is found up to a probe
+//     interval late.
 //   - With pauses (Retry-After), no span of refusals is seen: the limit is
 //     held and found by clean steps rather than by refusals (see step): a
 //     lone refusal after a clean cruise widens the headroom and keeps the
