@@ -284,3 +284,114 @@ func TestLimitFinderPenaltyBox(t *testing.T) {
 		}
 	}
 }
+
+// cruiseAt feeds f a clean cruise at its own rate over d, with a tick
+// every 100 ms (as the engine's answers drive it), and reports the highest
+// limit it reached.
+func cruiseAt(f *limitFinder, clk *testkit.Clock, d time.Duration) float64 {
+	top := f.limit
+	for end := clk.Now().Add(d); clk.Now().Before(end); {
+		deliverAt(f, clk.Now(), clk.Now().Add(100*time.Millisecond), f.rate)
+		clk.Add(100 * time.Millisecond)
+		f.tick(clk.Now())
+		top = max(top, f.limit)
+	}
+	return top
+}
+
+// A learned limit with Retry-After: 1 (nginx at 50/s, burst 10): the
+// start-up's guess, then a throttle 1.1 s after the pause that the burst
+// correction bounds near 50.
+func pausedLimit(t *testing.T) (*limitFinder, *testkit.Clock) {
+	t.Helper()
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(65*time.Millisecond), 10/0.065+50)
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	clk.Add(time.Second)
+	r := f.rate
+	deliverAt(f, clk.Now(), clk.Add(time.Duration(10/(r-50)*float64(time.Second))), r)
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	clk.Add(time.Second)
+	if f.weak || f.limit < 45 || f.limit > 53 {
+		t.Fatalf("start-up with pauses: limit %.1f weak %v; want a bound near 50", f.limit, f.weak)
+	}
+	return f, clk
+}
+
+// With Retry-After a limit bounded both ways is cruised at 95% at first,
+// and the headroom narrows back to 98% while the cruise stays clean
+// (before: 95% for good, 48/s for a 50/s nginx).
+func TestLimitFinderPausedCruiseNarrows(t *testing.T) {
+	f, clk := pausedLimit(t)
+	if got := f.rate / f.limit; got > lfHeadroomInexact+1e-9 {
+		t.Errorf("after the bound: cruise at %.3f of the limit, want %.2f at first", got, lfHeadroomInexact)
+	}
+	cruiseAt(f, clk, 10*time.Second)
+	if got := f.rate / f.limit; got < lfHeadroom-1e-9 {
+		t.Errorf("after 10 s clean: cruise at %.3f of the limit %.1f, want %.2f", got, f.limit, lfHeadroom)
+	}
+}
+
+// With Retry-After a lone refusal after a long clean cruise the
+// downstream took in full is not a lower limit: each refusal costs its
+// pause, and reading the cruise as the limit lowered it 2-5% per refusal
+// (before: 44/s for a 50/s HAProxy). The limit holds, the headroom widens;
+// a second refusal soon after the pause (a limit that fell) still brings
+// it down.
+func TestLimitFinderPausedLoneRefusalKeepsTheLimit(t *testing.T) {
+	f, clk := pausedLimit(t)
+	cruiseAt(f, clk, 20*time.Second)
+	limit, rate := f.limit, f.rate
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	if f.limit != limit {
+		t.Errorf("lone refusal after a clean cruise: limit %.2f, want %.2f kept", f.limit, limit)
+	}
+	if f.rate >= rate || f.rate < 0.97*rate {
+		t.Errorf("lone refusal: rate %.2f, want a step (2%%) under %.2f", f.rate, rate)
+	}
+	// The limit fell to 20: refused again 0.3 s after the pause.
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(300*time.Millisecond), 20)
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	if f.limit > 0.8*limit {
+		t.Errorf("refused again 0.3 s after the pause: limit %.1f, want well under %.1f (the limit fell)", f.limit, limit)
+	}
+}
+
+// With Retry-After a limit only bounded from below (the burst-corrected
+// floor: the start-up took a whole window's quota at once, as HAProxy's
+// one-second rate does) steps up 1% per clean second; the refused step
+// takes it between where the steps started and the step refused (a burst
+// may have hidden the steps before), never below the start (before: 85%
+// of the refused rate for good, 46/s for 50/s).
+func TestLimitFinderPausedFloorStepsUp(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(250*time.Millisecond), 200) // 50 at once: the window's quota
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	clk.Add(time.Second)
+	r := f.rate
+	deliverAt(f, clk.Now(), clk.Add(1100*time.Millisecond), r)
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	clk.Add(time.Second)
+	floor := f.limit
+	if floor > 0.86*r {
+		t.Fatalf("refused at %.1f after 1.1 s: limit %.1f; want the floor (85%%)", r, floor)
+	}
+	// HAProxy allows 50/s: cruise until the cruise goes over it.
+	for f.rate <= 50 && clk.Now().Sub(testkit.T0) < 30*time.Second {
+		cruiseAt(f, clk, 100*time.Millisecond)
+	}
+	if f.rate <= 50 {
+		t.Fatalf("30 s clean under a floor %.1f: limit %.1f, rate %.1f; want it stepped up past 50", floor, f.limit, f.rate)
+	}
+	over := f.limit
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	if want := math.Sqrt(floor * over); math.Abs(f.limit-want) > 1e-9 {
+		t.Errorf("step to %.2f refused: limit %.2f, want %.2f (between the start %.2f and the step)", over, f.limit, want, floor)
+	}
+	if f.rate > 50 || f.rate < 48 {
+		t.Errorf("after the refused step: rate %.2f, want 48-50", f.rate)
+	}
+}
