@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 	"github.com/pacer-dev/pacer/pacer/sourcekit"
@@ -432,5 +434,85 @@ func overflowRun(t *testing.T, seed uint64) {
 		n, nKeys, hotPct, deferred, failed, brk.maxOut, maxDeferring)
 	if t.Failed() {
 		t.Logf("seed %d: queue %d, share %g", seed, cfg.QueueSize, cfg.Fairness.MaxShare)
+	}
+}
+
+// TestOverflowStop: the engine stops while republishes are under way. A
+// republish answered within DrainTimeout acks its original (Run waited for
+// it); one answered after Run gave up waiting leaves its original unacked
+// (Nak), even though the broker stored it.
+func TestOverflowStop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer time.Duration // after the stop
+		want   pacer.Settlement
+	}{
+		{"answered-within-drain", 500 * time.Millisecond, pacer.SettledAck},
+		{"answered-after-drain", 3 * time.Second, pacer.SettledNak},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// Key k's share is one message: m0 is queued (the sink
+				// holds it), m1 goes to the overflow.
+				msgs := []*pacer.Message{{ID: "m0", Key: []byte("k")}, {ID: "m1", Key: []byte("k")}}
+				led := pacertest.NewLedger()
+				led.Attach(msgs)
+				src := pacertest.NewSource(msgs)
+				src.Hold = true
+				var mu sync.Mutex
+				var answer func(error)
+				deferFn := func(_ context.Context, m *pacer.Message, done func(error)) error {
+					mu.Lock()
+					answer = done
+					mu.Unlock()
+					return nil
+				}
+				release := make(chan struct{})
+				sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+					<-release
+					return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, 0
+				}}
+				var logs testkit.LogBuffer
+				e, err := pacer.New(pacer.Config{Source: src, Sink: sink, QueueSize: 2, MaxInFlight: 1, DrainTimeout: 2 * time.Second,
+					Fairness: &pacer.Fairness{MaxShare: 0.5, Defer: deferFn},
+					Logger:   slog.New(slog.NewTextHandler(&logs, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- e.Run(ctx) }()
+				synctest.Wait()
+				mu.Lock()
+				taken := answer != nil
+				mu.Unlock()
+				if !taken {
+					t.Fatal("m1 was not handed to Defer")
+				}
+				cancel()
+				close(release)
+				go func() {
+					time.Sleep(tc.answer)
+					answer(nil) // the broker stored it
+				}()
+				if err := <-done; err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if s, ok := led.Get("m1"); tc.want == pacer.SettledAck && (!ok || s.How != pacer.SettledAck) {
+					t.Errorf("Run returned before m1's answer was settled (%v, %v): want it waited for", s.How, ok)
+				}
+				time.Sleep(5 * time.Second) // every answer is in
+				s, ok := led.Get("m1")
+				if !ok || s.How != tc.want {
+					t.Errorf("m1 settled %v (%v); want %v", s.How, ok, tc.want)
+				}
+				if v := led.Violations(); len(v) > 0 {
+					t.Errorf("violations: %v", v)
+				}
+				if tc.want == pacer.SettledNak && !strings.Contains(logs.String(), "republishes to the overflow still unanswered") {
+					t.Errorf("no WARN about the unanswered republishes; log:\n%s", logs.String())
+				}
+			})
+		})
 	}
 }
