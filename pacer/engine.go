@@ -150,7 +150,7 @@ func New(cfg Config) (*Engine, error) {
 	e.life.finished = make(chan struct{})
 	e.life.stopping = make(chan struct{})
 	e.life.settleCtx = context.Background()
-	q, err := newWaitQueue(&e.cfg, e.life.stopping, e.log)
+	q, err := newWaitQueue(&e.cfg, e.life.stopping)
 	if err != nil {
 		return nil, err
 	}
@@ -428,6 +428,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !srcReturned {
 		srcErr = <-srcErrc
 	}
+	e.drainOverflow() // the source hands nothing more to the overflow
 	// The source is done handing over: abandon what is queued.
 	for it := e.popQueued(); it != nil; it = e.popQueued() {
 		e.handBack(it, 0)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -31,11 +30,27 @@ type Fairness struct {
 	// Defer, if set, is the overflow for a source whose paths mix keys (a
 	// hot and a cold key in one Kafka partition, where holding the hot key
 	// back would hold the cold one too): a message whose key holds its
-	// share is handed to Defer instead of waiting. Defer must republish it
-	// durably (to a deferral topic the source also consumes) and return
-	// nil only once the broker stored it; the engine then acks the
-	// original (SettledDeferred), so the source reads and commits on. On an
-	// error the message waits for its share as without Defer.
+	// share is handed to Defer instead of waiting, and the source reads on
+	// at once. Defer starts republishing m durably (to a deferral topic the
+	// source also consumes) and returns without waiting for the broker; it
+	// calls done exactly once, from any goroutine (even before it
+	// returns), with nil once the broker stored m, or with why it did not.
+	// Records of one key must be stored in the order of the Defer calls
+	// that carried them (Kafka: the same record key, one request in flight
+	// per broker). An error from Defer itself means it did not take m (done
+	// is never called): m then waits for its key's share as without Defer.
+	//
+	// The engine acks the original only after done(nil)
+	// (SettledDeferred), so the source never commits past a message that
+	// is not stored somewhere. On done(err) the original is not acked: it
+	// is handed back (Nak, logged at WARN) and the source reads it again.
+	// While its republish is under way the original holds its Lease
+	// (claimed), so a rebalance waits for the broker's answer. At most
+	// MaxDeferring messages (and MaxDeferringBytes of them) are out to
+	// Defer at once; beyond that the source's deliver call waits (bounded
+	// memory). When the engine stops, it waits up to DrainTimeout for the
+	// republishes under way; an answer later than that Naks the original
+	// (never acks it).
 	//
 	// A message for which Deferred reports true (it came back from the
 	// deferral topic) is never deferred again: it waits for its key's
@@ -43,12 +58,27 @@ type Fairness struct {
 	// while a key has deferred messages not yet back in the queue, its new
 	// messages are deferred too, so one key's messages keep their order in
 	// one process (not across a restart or a rebalance, which forget what
-	// is out: then a key's deferred messages may come after newer ones).
-	// Delivery stays at least once: a crash between the republish and the
-	// commit delivers the message twice.
-	Defer    func(ctx context.Context, m *Message) error
+	// is out: then a key's deferred messages may come after newer ones;
+	// nor for a message whose republish failed: it is read again after
+	// its key's newer ones). Delivery stays at least once: a crash between
+	// the republish and the commit delivers the message twice.
+	Defer    func(ctx context.Context, m *Message, done func(error)) error
 	Deferred func(m *Message) bool
+	// MaxDeferring bounds the messages handed to Defer and not yet
+	// answered (0: DefaultMaxDeferring); MaxDeferringBytes their payload
+	// bytes as QueueBytes counts them (0: DefaultMaxDeferringBytes). One
+	// message larger than the bytes bound goes alone.
+	MaxDeferring      int
+	MaxDeferringBytes int64
 }
+
+// The overflow's bounds when Fairness leaves them zero: enough for the
+// republishes to keep up with a partition's read rate (a window of 256
+// records over one broker round trip) without holding much memory.
+const (
+	DefaultMaxDeferring      = 256
+	DefaultMaxDeferringBytes = 16 << 20
+)
 
 // Priority sorts messages into lanes; a higher lane takes the budget first
 // and a lower lane keeps a guaranteed floor. See Config.Priority.
@@ -70,6 +100,9 @@ type Priority struct {
 func (f *Fairness) validate() error {
 	if f.MaxShare < 0 || f.MaxShare > 1 {
 		return fmt.Errorf("%w: Fairness.MaxShare %g (want 0 < share <= 1)", ErrInvalidConfig, f.MaxShare)
+	}
+	if f.MaxDeferring < 0 || f.MaxDeferringBytes < 0 {
+		return fmt.Errorf("%w: Fairness.MaxDeferring %d, MaxDeferringBytes %d (want >= 0)", ErrInvalidConfig, f.MaxDeferring, f.MaxDeferringBytes)
 	}
 	for k, w := range f.Weights {
 		if w < 1 {
@@ -104,18 +137,17 @@ func (p *Priority) validate() error {
 // QueueSize, and per key and lane by MaxShare), sorted by the message's
 // fairness key and lane; the couriers pop in fair order. What the
 // container cannot do is here: the keys and lanes of messages, and
-// handing a message to Fairness.Defer.
+// which message goes to Fairness.Defer (the overflow, overflow.go).
 type fairQueue struct {
 	q *waitqueue.Fair[*item]
 
-	deferFn  func(ctx context.Context, m *Message) error // Fairness.Defer
+	ovf      *overflow // nil without Fairness.Defer
 	deferred func(m *Message) bool
-	nDefer   atomic.Uint64 // messages deferred
+	nDefer   atomic.Uint64 // messages deferred (republish confirmed)
 
 	fns atomic.Pointer[fairFns] // replaced whole by a reload
 
 	stopping <-chan struct{}
-	log      *slog.Logger
 }
 
 var _ waitQueue = (*fairQueue)(nil)
@@ -129,11 +161,12 @@ type fairFns struct {
 
 func (f *fairQueue) keyOf(m *Message) []byte { return f.fns.Load().keyOf(m) }
 
-func newFairQueue(cfg *Config, stopping <-chan struct{}, log *slog.Logger) (*fairQueue, error) {
+func newFairQueue(cfg *Config, stopping <-chan struct{}) (*fairQueue, error) {
 	fns, fc := fairSettings(cfg)
-	f := &fairQueue{stopping: stopping, log: log}
+	f := &fairQueue{stopping: stopping}
 	if fr := cfg.Fairness; fr != nil && fr.Defer != nil {
-		f.deferFn, f.deferred = fr.Defer, fr.Deferred
+		f.ovf = newOverflow(fr)
+		f.deferred = fr.Deferred
 		if f.deferred == nil {
 			f.deferred = func(*Message) bool { return false }
 		}
@@ -233,30 +266,30 @@ func (e *Engine) ReloadFairness(f *Fairness, p *Priority) error {
 	return nil
 }
 
-// errDeferred is put's answer once Fairness.Defer took the message.
-var errDeferred = errors.New("pacer: deferred")
+// errDefer is put's answer when the message is to go to Fairness.Defer
+// (its key holds its share, or has messages out): the caller hands it to
+// the overflow (Engine.overflow), which settles it.
+var errDefer = errors.New("pacer: to the overflow")
 
 // put queues it in fair order, waiting for room; a message of a key at its
-// share goes to Fairness.Defer when set (errDeferred once the broker
-// stored it; if that fails, it waits for its share).
+// share is not queued but answered errDefer when Fairness.Defer is set.
 func (f *fairQueue) put(ctx context.Context, it *item) error {
-	size := it.size
-	f.q.AddBytes(size)
-	m := it.m
-	err := f.putOrDefer(ctx, it, true)
-	if err == waitqueue.ErrDefer {
-		derr := f.deferFn(ctx, m)
-		if derr == nil {
-			f.nDefer.Add(1)
-			f.q.AddBytes(-size)
-			return errDeferred
-		}
-		f.q.Undefer(f.keyOf(m))
-		f.log.Warn("pacer: deferring a message of a key at its share failed; it waits for its share", "id", m.ID, "err", derr)
-		err = f.putOrDefer(ctx, it, false)
-	}
+	return f.putSized(ctx, it, true)
+}
+
+// putWaiting is put without the overflow: it waits for its key's share.
+func (f *fairQueue) putWaiting(ctx context.Context, it *item) error {
+	return f.putSized(ctx, it, false)
+}
+
+func (f *fairQueue) putSized(ctx context.Context, it *item, mayDefer bool) error {
+	f.q.AddBytes(it.size)
+	err := f.putOrDefer(ctx, it, mayDefer)
 	if err != nil {
-		f.q.AddBytes(-size)
+		f.q.AddBytes(-it.size)
+	}
+	if err == waitqueue.ErrDefer {
+		return errDefer
 	}
 	return stoppingErr(err)
 }
@@ -272,8 +305,8 @@ func (f *fairQueue) blockedPuts() int       { return f.q.BlockedPuts() }
 // topic goes to the overflow instead (waitqueue.ErrDefer): its key is at
 // its share, or has messages out.
 func (f *fairQueue) putOrDefer(ctx context.Context, it *item, mayDefer bool) error {
-	back := f.deferFn != nil && f.deferred(it.m)
-	mayDefer = mayDefer && f.deferFn != nil && !back
+	back := f.ovf != nil && f.deferred(it.m)
+	mayDefer = mayDefer && f.ovf != nil && !back
 	return f.q.Put(ctx, f.stopping, it, f.keyOf(it.m), f.lane(it.m), mayDefer, back)
 }
 

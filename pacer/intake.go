@@ -31,10 +31,8 @@ func (e *Engine) deliverFunc(ctx context.Context, m *Message) error {
 		it.size = messageSize(m)
 	}
 	err := e.queue.put(ctx, it)
-	if err == errDeferred {
-		e.stats.consumed.Add(1)
-		e.settle(it, SettledDeferred, 0, "")
-		return nil
+	if err == errDefer {
+		return e.overflow(ctx, it)
 	}
 	return e.tookOrRefused(it, m, err)
 }

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"log/slog"
 )
 
 // The queue sits between the source and the couriers: a FIFO (fifoQueue)
@@ -17,7 +16,8 @@ import (
 // Messages held by the engine = queue (<= QueueSize) + taken from the queue
 // and not yet settled (<= MaxInFlight*BatchSize, retries included), so
 // memory is O(QueueSize + MaxInFlight*BatchSize) whatever the backlog, and
-// O(what is held) when little is.
+// O(what is held) when little is. With Fairness.Defer, the republishes
+// under way add at most Fairness.MaxDeferring messages (overflow.go).
 
 // waitQueue is the queue between the source and the couriers: fifoQueue
 // (fifo.go) or, with Fairness or Priority, fairQueue (fair.go), each a
@@ -26,8 +26,8 @@ import (
 type waitQueue interface {
 	// put queues it, waiting while the queue is full (or its key holds
 	// its share); it gives up with ErrStopping once the engine stops, or
-	// ctx's error. errDeferred: the message went to Fairness.Defer
-	// instead, and must be settled SettledDeferred.
+	// ctx's error. errDefer: the message is not queued but goes to
+	// Fairness.Defer (Engine.overflow, overflow.go).
 	put(ctx context.Context, it *item) error
 	// pop takes the next message (nil if none) and wakes the puts waiting
 	// for room.
@@ -43,9 +43,9 @@ type waitQueue interface {
 }
 
 // newWaitQueue is cfg's queue; stopping closes when the engine stops.
-func newWaitQueue(cfg *Config, stopping <-chan struct{}, log *slog.Logger) (waitQueue, error) {
+func newWaitQueue(cfg *Config, stopping <-chan struct{}) (waitQueue, error) {
 	if cfg.Fairness != nil || cfg.Priority != nil {
-		return newFairQueue(cfg, stopping, log)
+		return newFairQueue(cfg, stopping)
 	}
 	return newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight, stopping), nil
 }

@@ -322,6 +322,17 @@ func (c *Config) saramaConfig() (*sarama.Config, error) {
 	sc.Consumer.Fetch.Default = c.FetchDefault
 	sc.Consumer.Fetch.Max = c.FetchMax
 	sc.Consumer.MaxWaitTime = c.FetchMaxWait
+	// A partition whose hand-over waits (a key at its fair share, the
+	// fairness overflow's deferral topic waiting for its key's share)
+	// would otherwise hold every other partition fetched from the same
+	// broker until sarama delivered its whole fetch response: sarama
+	// only gives up on a partition whose channel took nothing for one
+	// MaxProcessingTime, and a hand-over freed every few milliseconds
+	// resets that clock. At 5 ms, such a partition is set aside and the
+	// broker's other partitions are read on (measured by
+	// BenchmarkSmallTenantsBesideHot: without it, the partition beside a
+	// waiting deferral topic was read seconds late).
+	sc.Consumer.MaxProcessingTime = partitionWait
 	if c.Sarama != nil {
 		c.Sarama(sc)
 	}
@@ -330,3 +341,8 @@ func (c *Config) saramaConfig() (*sarama.Config, error) {
 	}
 	return sc, nil
 }
+
+// partitionWait is sarama's Consumer.MaxProcessingTime for the Source: how
+// long one partition's waiting hand-over may hold the broker's other
+// partitions.
+const partitionWait = 5 * time.Millisecond

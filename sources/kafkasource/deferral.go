@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -16,6 +17,9 @@ import (
 // ErrNoTopic is wrapped by the error of NewDeferral and CheckDeferralTopic
 // when the brokers do not hold the deferral topic.
 var ErrNoTopic = errors.New("kafka: topic does not exist")
+
+// ErrClosed is wrapped by Defer's error after Close.
+var ErrClosed = errors.New("kafka: deferral producer closed")
 
 // Headers on a record republished to the deferral topic (beside the
 // original's own headers).
@@ -36,16 +40,28 @@ type DeferralConfig struct {
 // Deferral is the fairness overflow for Kafka (pacer.Fairness.Defer): when
 // a hot and a cold key share a partition, holding the hot key back would
 // hold the partition, so the hot key's excess is republished to a deferral
-// topic instead, with its key, value and headers, through a synchronous
-// acks=all producer: Defer returns nil only once the broker stored the
-// record, and only then does the engine ack the original (so the commit
-// watermark never passes a message that is not stored somewhere). The
-// Source consumes the deferral topic within the same budget; a message
-// from it (Deferred) is not deferred again. Safe for concurrent use.
+// topic instead, with its key, value and headers, through an asynchronous
+// acks=all producer: Defer queues the record and returns, and calls its
+// done with nil only once the broker stored it (or with the producer's
+// error once its retries are spent). The engine acks the original only on
+// done(nil), so the commit watermark never passes a message that is not
+// stored somewhere, while the partition reads on at its own pace: records
+// go out in batches, one request in flight per broker, so a key's records
+// (one partition of the deferral topic) are stored in the order Defer was
+// called, retries included. The Source consumes the deferral topic within
+// the same budget; a message from it (Deferred) is not deferred again.
+// Safe for concurrent use; Close after the engine stopped.
 type Deferral struct {
 	cfg    DeferralConfig
 	client sarama.Client
-	p      sarama.SyncProducer
+	p      sarama.AsyncProducer
+
+	mu      sync.RWMutex // held (read) while sending to p.Input, (write) to close
+	closed  bool
+	closing chan struct{} // closed by Close: Defer stops waiting for the input
+	done    sync.WaitGroup
+	once    sync.Once
+	errc    error
 }
 
 // NewDeferral connects a producer, once the brokers show that the topic
@@ -65,12 +81,26 @@ func NewDeferral(cfg DeferralConfig) (*Deferral, error) {
 		_ = client.Close()
 		return nil, err
 	}
-	p, err := sarama.NewSyncProducerFromClient(client)
+	p, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("kafka: deferral producer: %w", err)
 	}
-	return &Deferral{cfg: cfg, client: client, p: p}, nil
+	d := &Deferral{cfg: cfg, client: client, p: p, closing: make(chan struct{})}
+	d.done.Add(2)
+	go func() {
+		defer d.done.Done()
+		for pm := range p.Successes() {
+			pm.Metadata.(func(error))(nil)
+		}
+	}()
+	go func() {
+		defer d.done.Done()
+		for pe := range p.Errors() {
+			pe.Msg.Metadata.(func(error))(fmt.Errorf("kafka: defer to %s: %w", cfg.Topic, pe.Err))
+		}
+	}()
+	return d, nil
 }
 
 // CheckDeferralTopic asks the brokers, each connection bounded by
@@ -120,23 +150,28 @@ func (cfg DeferralConfig) producerConfig() (*sarama.Config, error) {
 	if cfg.Topic == "" {
 		return nil, fmt.Errorf("%w: deferral topic is empty", ErrInvalidConfig)
 	}
-	dl := DeadLetterConfig{Client: cfg.Client, Topic: cfg.Topic, Sarama: cfg.Sarama}
+	dl := DeadLetterConfig{Client: cfg.Client, Topic: cfg.Topic, Sarama: func(sc *sarama.Config) {
+		// One request in flight per broker: a retried batch is never
+		// overtaken by a later one, so a key's records keep their order.
+		sc.Net.MaxOpenRequests = 1
+		if cfg.Sarama != nil {
+			cfg.Sarama(sc)
+		}
+	}}
 	return dl.producerConfig()
 }
 
 // Topic is the deferral topic.
 func (d *Deferral) Topic() string { return d.cfg.Topic }
 
-// Defer republishes m to the deferral topic (same key, so one key's
-// deferred records stay in order in one partition) and returns nil once
-// the broker stored it. sarama's SyncProducer takes no context: ctx is
-// checked before sending, and the send is bounded by the producer's own
-// timeouts.
-func (d *Deferral) Defer(ctx context.Context, m *pacer.Message) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	pm := &sarama.ProducerMessage{Topic: d.cfg.Topic, Value: sarama.ByteEncoder(m.Value)}
+// Defer queues m for the deferral topic (same key, so one key's deferred
+// records stay in order in one partition) and returns; done is called once
+// the broker stored the record (nil) or the producer gave up on it. It
+// waits while the producer's input is full, until ctx is done; after
+// Close it refuses (ErrClosed). An error means m was not taken and done
+// will not be called.
+func (d *Deferral) Defer(ctx context.Context, m *pacer.Message, done func(error)) error {
+	pm := &sarama.ProducerMessage{Topic: d.cfg.Topic, Value: sarama.ByteEncoder(m.Value), Metadata: done}
 	if m.Key != nil {
 		pm.Key = sarama.ByteEncoder(m.Key)
 	}
@@ -149,16 +184,36 @@ func (d *Deferral) Defer(ctx context.Context, m *pacer.Message) error {
 	}
 	from := m.Topic + "/" + strconv.FormatInt(int64(m.Partition), 10) + "/" + strconv.FormatInt(m.Offset, 10)
 	pm.Headers = append(pm.Headers, sarama.RecordHeader{Key: []byte(HeaderDeferredFrom), Value: []byte(from)})
-	if _, _, err := d.p.SendMessage(pm); err != nil {
-		return fmt.Errorf("kafka: defer to %s: %w", d.cfg.Topic, err)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return fmt.Errorf("kafka: defer to %s: %w", d.cfg.Topic, ErrClosed)
 	}
-	return nil
+	select {
+	case d.p.Input() <- pm:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.closing:
+		return fmt.Errorf("kafka: defer to %s: %w", d.cfg.Topic, ErrClosed)
+	}
 }
 
 // Deferred reports whether m came from the deferral topic.
 func (d *Deferral) Deferred(m *pacer.Message) bool { return m.Topic == d.cfg.Topic }
 
-// Close closes the producer and its client.
+// Close flushes what Defer queued (each done is called: nil for what the
+// broker stored), then closes the producer and its client. Later Defer
+// calls are refused. Later Close calls return the first one's error.
 func (d *Deferral) Close() error {
-	return errors.Join(d.p.Close(), d.client.Close())
+	d.once.Do(func() {
+		close(d.closing)
+		d.mu.Lock()
+		d.closed = true
+		d.mu.Unlock()
+		d.p.AsyncClose()
+		d.done.Wait()
+		d.errc = d.client.Close()
+	})
+	return d.errc
 }

@@ -78,8 +78,12 @@ func TestDeferralTopicMustExist(t *testing.T) {
 		t.Fatalf("NewDeferral after creating it: %v", err)
 	}
 	defer d.Close()
-	if err := d.Defer(t.Context(), &pacer.Message{ID: "x", Key: []byte("A"), Value: []byte("v"), Topic: "jobs"}); err != nil {
-		t.Errorf("Defer: %v", err)
+	stored := make(chan error, 1)
+	if err := d.Defer(t.Context(), &pacer.Message{ID: "x", Key: []byte("A"), Value: []byte("v"), Topic: "jobs"}, func(err error) { stored <- err }); err != nil {
+		t.Fatalf("Defer: %v", err)
+	}
+	if err := <-stored; err != nil {
+		t.Errorf("Defer's answer: %v, want stored", err)
 	}
 }
 
