@@ -118,41 +118,20 @@ func Run(ctx context.Context, cfg *config.Config, d Options, stdout, stderr io.W
 		apiCfg.Burst, apiCfg.Headers = 10, testapi.HeadersNone
 	}
 
-	tmp, err := os.MkdirTemp("", "pacer-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-
 	// 1. NATS with JetStream, in process, on a free port.
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tmp, NoSigs: true, NoLog: true})
-	if err != nil {
-		return fmt.Errorf("demo: nats server: %w", err)
-	}
-	go ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return errors.New("demo: nats server did not start")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	broker, err := startBroker(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEMO", Subjects: []string{"demo.>"}}); err != nil {
-		return fmt.Errorf("demo: stream: %w", err)
-	}
+	defer broker.close()
+	js := broker.js
 
 	// 2. The rate-limited API.
 	api := testapi.New(apiCfg)
 	defer api.Close()
 
 	// 3. The real engine between them.
-	cfg.Source.NATS.URL = ns.ClientURL()
+	cfg.Source.NATS.URL = broker.url
 	cfg.Sink.HTTP.URL = api.URL() + "/orders"
 	var logBuf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -365,6 +344,56 @@ loop:
 		return fmt.Errorf("demo: %d of %d messages lost", lost+(total-pub), total)
 	}
 	return nil
+}
+
+// broker is the demo's NATS JetStream server, in process, with the DEMO
+// stream (subjects demo.>) created.
+type broker struct {
+	url   string
+	js    jetstream.JetStream
+	close func()
+}
+
+// startBroker starts the demo's NATS server on a free port, its store in a
+// temporary directory that close removes.
+func startBroker(ctx context.Context) (*broker, error) {
+	tmp, err := os.MkdirTemp("", "pacer-demo-")
+	if err != nil {
+		return nil, err
+	}
+	var undo []func()
+	b := &broker{close: func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}}
+	undo = append(undo, func() { os.RemoveAll(tmp) })
+	fail := func(err error) (*broker, error) {
+		b.close()
+		return nil, err
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tmp, NoSigs: true, NoLog: true})
+	if err != nil {
+		return fail(fmt.Errorf("demo: nats server: %w", err))
+	}
+	go ns.Start()
+	undo = append(undo, ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return fail(errors.New("demo: nats server did not start"))
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return fail(fmt.Errorf("demo: %w", err))
+	}
+	undo = append(undo, nc.Close)
+	if b.js, err = jetstream.New(nc); err != nil {
+		return fail(err)
+	}
+	if _, err := b.js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEMO", Subjects: []string{"demo.>"}}); err != nil {
+		return fail(fmt.Errorf("demo: stream: %w", err))
+	}
+	b.url = ns.ClientURL()
+	return b, nil
 }
 
 // progressLine describes the last second: incoming vs admitted per second,

@@ -7,15 +7,13 @@ import (
 	"image/color"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/olekukonko/tablewriter"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -72,33 +70,13 @@ func RunDestinations(ctx context.Context, cfg *config.Config, d Options, stdout,
 	defer apis.Close()
 	apis.API("broken-shop").SetFailure(testapi.Fail500)
 
-	tmp, err := os.MkdirTemp("", "pacer-demo-")
+	broker, err := startBroker(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tmp, NoSigs: true, NoLog: true})
-	if err != nil {
-		return fmt.Errorf("demo: nats server: %w", err)
-	}
-	go ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return errors.New("demo: nats server did not start")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEMO", Subjects: []string{"demo.>"}}); err != nil {
-		return fmt.Errorf("demo: stream: %w", err)
-	}
-	cfg.Source.NATS.URL = ns.ClientURL()
+	defer broker.close()
+	js := broker.js
+	cfg.Source.NATS.URL = broker.url
 	cfg.Sink.HTTP.URL = apis.URL(config.DestinationPlaceholder) + "/orders"
 	if ps := cfg.Validate(); len(ps) > 0 {
 		return fmt.Errorf("demo: %v", ps)
@@ -123,7 +101,7 @@ func RunDestinations(ctx context.Context, cfg *config.Config, d Options, stdout,
 	}
 
 	// The whole backlog at once, interleaved across the customers.
-	left := maps(per)
+	left := maps.Clone(per)
 	published := 0
 	for n := 0; len(left) > 0; {
 		for _, dd := range demoDestinations {
@@ -200,7 +178,7 @@ loop:
 	}
 
 	tw := tablewriter.NewWriter(stdout)
-	tw.Header("destination", "its limit", "messages", "delivered", "lost", "duplicates", "throttled (429)", "peak per second")
+	tw.Header("destination", "its limit", "messages", "delivered", "lost", "duplicates", "throttled", "peak per second")
 	lost := 0
 	var panel chart.Panel
 	panel.Title, panel.XLabel, panel.YLabel = "pacer demo --destinations: each API at its own limit", "time (s)", "delivered / s"
@@ -236,12 +214,4 @@ loop:
 		return fmt.Errorf("demo: %d of %d messages lost", lost+(total-published), total)
 	}
 	return nil
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -3,6 +3,7 @@ package binarytest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,10 +99,7 @@ func runRoutes(t *testing.T, source, by string, publish func(customer string, n 
 	t.Cleanup(apis.Close)
 	apis.API("shop-c").SetFailure(testapi.Fail500)
 
-	left := map[string]int{}
-	for k, v := range per {
-		left[k] = v
-	}
+	left := maps.Clone(per)
 	n := 0
 	for more := true; more; {
 		more = false

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -60,7 +61,7 @@ func newManyRun(t *testing.T, dests []destination, seconds float64) *manyRun {
 	}
 	// Handed over interleaved, as a queue shared by every destination
 	// would hold them.
-	left := maps(run.per)
+	left := maps.Clone(run.per)
 	for n := 0; len(left) > 0; {
 		for _, d := range dests {
 			if left[d.name] == 0 {
@@ -77,14 +78,6 @@ func newManyRun(t *testing.T, dests []destination, seconds float64) *manyRun {
 		}
 	}
 	return run
-}
-
-func maps(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func (run *manyRun) router(t *testing.T) *route.Router {
