@@ -71,9 +71,6 @@ const (
 	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
 	lfProbeCheap      = 5 * time.Second  // first probe over a limit measured exactly, without a pause
 	lfProbeMax        = 60 * time.Second // probes back off to this
-	lfProbeShare      = 0.025            // with pauses, a refused probe's pause costs at most this share of the time
-	lfCreepEvery      = time.Second      // with pauses, a clean cruise steps up this often
-	lfCreepStep       = 0.01             // the limit's step while it is only a lower bound
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
@@ -112,14 +109,8 @@ const (
 //     limit to what was accepted and probes again one second later; one
 //     that is throttled doubles the wait before the next probe (up to 60s).
 //     Probes are brief and rare by design: with a Retry-After gate, each
-//     failed probe costs the gate, a whole second when it is rounded up, so
-//     they come no more often than that costs lfProbeShare of the time (40 s
-//     for a 1 s pause) and a rise of the limit is found up to a probe
-//     interval late.
-//   - With pauses (Retry-After), no span of refusals is seen: the limit is
-//     held and found by clean steps rather than by refusals (see step): a
-//     lone refusal after a clean cruise widens the headroom and keeps the
-//     limit, a refused probe returns to the last limit that passed.
+//     failed probe costs the gate, a whole second when it is rounded up. So
+//     a rise of the limit is found 15-60s late, not at once.
 //
 // It is pure: every method takes now; it never reads a clock or sleeps.
 // Not safe for concurrent use (the controller holds its lock).
@@ -165,11 +156,6 @@ type limitFinder struct {
 
 	headroom   float64   // cruise at this share of the limit (follows the refusals seen)
 	exact      bool      // the limit was measured exactly (a saturated span, a penalty box's quota)
-	paused     bool      // the last refusal came with a pause (Retry-After): each costs the pause
-	creep      bool      // with pauses, the limit is a lower bound: it steps up while the cruise stays clean
-	creepFrom  float64   // the limit the steps started from (0: no step yet)
-	stepAt     time.Time // the last step of the headroom or the limit while cruising with pauses
-	narrowTo   float64   // with pauses, the headroom narrows back to this one step per lfCreepEvery (0: only after lfHeadroomClean)
 	cleanSince time.Time // cruising without a refusal since (narrows the headroom)
 	probeStep  float64   // the next probe's step over the limit
 	satStart   time.Time // the current span of refusals at most lfSatGap apart, ungated
@@ -324,7 +310,7 @@ func (f *limitFinder) reserve() int64 {
 // between two rates or guessed.
 func (f *limitFinder) cruise() float64 {
 	h := f.headroom
-	if f.weak || (!f.exact && !f.paused) {
+	if !f.exact {
 		h = min(h, lfHeadroomInexact)
 	}
 	return f.clamp(f.limit * h)
@@ -403,25 +389,12 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		f.afterClean = false
 	}
 	f.lastGateEnd = maxTime(gateEnd, now)
-	paused := gateEnd.After(now)
-	f.paused = paused
 	// Refused while cruising under a limit it had held for a while: the
 	// cruise was too close to it (the burst after a wait, another
 	// client): the headroom widens.
-	widened := false
-	if f.src == From429 && !f.probing && !f.weak && !(f.creep && f.creepFrom > 0) && f.rate < f.limit && !f.following(now) &&
+	if f.src == From429 && !f.probing && !f.weak && f.rate < f.limit && !f.following(now) &&
 		!f.cleanSince.IsZero() && now.Sub(f.cleanSince) >= lfCycle {
 		f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
-		widened = true
-	}
-	if widened {
-		f.narrowTo = 0
-	}
-	widen := func() {
-		if !widened {
-			f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
-			f.narrowTo = 0
-		}
 	}
 	f.cleanSince = f.lastGateEnd
 	if f.behaviour == BehaviourUnknown {
@@ -448,7 +421,6 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		return true
 	}
 	var lim float64
-	wasWeak := f.weak
 	f.weak = false
 	sat := f.saturated(now)
 	exact := false
@@ -457,32 +429,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// Saturated throughout the span: what it accepted is its limit
 		// (a probe refused at once sustained the limit it started from).
 		lim, exact = sat, true
-	case paused && f.creep && f.creepFrom > 0 && !wasProbing:
-		// A step of the limit was refused. A downstream's burst may have
-		// hidden the steps before it (each is held a second only), so
-		// the limit is taken between where the steps started (clean for
-		// longer) and the step refused: never below the start.
-		lim, exact = max(math.Sqrt(f.creepFrom*f.limit), f.creepFrom), f.exact
-		f.creep = false
-	case climbed && !paused:
+	case climbed:
 		// Probes passed in a row (the limit rose) until this one: the
 		// limit is between the last that passed and this one.
 		lim = math.Sqrt(f.limit * f.upper)
 	case (wasProbing || f.following(now)) && f.limit > 0:
-		// The probe found the ceiling: the limit it started from holds
-		// (with a pause, the last that passed: the pause hides where
-		// between it and the refused rate the limit is, and a limit
-		// over it would be refused again, at the pause's cost).
+		// The probe found the ceiling: the limit it started from holds.
 		lim = f.limit
-	case paused && f.src == From429 && !wasWeak && f.limit > 0 && f.rate < f.limit && f.headroom > lfHeadroomMin &&
-		!prevEpisode.IsZero() && now.Sub(prevEpisode) > 2*lfCycle && f.cruised(now, prevGate):
-		// A lone refusal with a pause, after a clean cruise the
-		// downstream took in full: not a lower limit (the cruise was too
-		// close to it, a burst of answers, another client): the limit
-		// holds and the headroom widens. A limit that fell refuses again
-		// soon after the pause, and the bounds below find it then.
-		lim, exact = f.limit, f.exact
-		widen()
 	default:
 		// What the downstream accepted since it last made us wait (it was
 		// full then), over the time we could send: at most the rate in
@@ -521,30 +474,14 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// throttle. Not where the last second shows a quota (a window API:
 		// sec below the rate is the better measure).
 		burstLo := 0.0
-		floorBound := false // burstLo is its floor: the evidence bounds the limit only from below
 		if f.firstBurst > 0 && !prevGate.IsZero() && !from.After(prevGate) && act >= lfMinActive && sec >= 0.97*f.rate {
 			if b := f.rate - f.firstBurst/act.Seconds(); b > 0 {
 				burstLo = max(math.Sqrt(b*f.rate), lfBurstFloor*f.rate)
-				floorBound = math.Sqrt(b*f.rate) < lfBurstFloor*f.rate
-			}
-		}
-		// With a pause, a limit only bounded from below steps up while
-		// the cruise stays clean (see tick), one bounded both ways is
-		// cruised at lfHeadroomInexact at first, narrowing while clean.
-		bounded := func(l float64) {
-			if !paused {
-				return
-			}
-			f.creep = floorBound && l == burstLo
-			if !f.creep && f.headroom > lfHeadroomInexact {
-				f.narrowTo = f.headroom
-				f.headroom = lfHeadroomInexact
 			}
 		}
 		switch {
 		case burstLo > 0 && lo > 0 && lo < f.rate:
 			lim = min(max(burstLo, math.Sqrt(lo*f.rate)), m, f.rate)
-			bounded(lim)
 		case lo > 0 && lo < f.rate:
 			lim = math.Sqrt(lo * f.rate)
 		case act < lfMinActive:
@@ -555,10 +492,8 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			}
 		case burstLo > 0:
 			lim = min(burstLo, m, f.rate)
-			bounded(lim)
 		default:
 			lim = min(m, f.rate, max(sec, f.rate*lfBackoff))
-			bounded(lim)
 		}
 		if act < lfShortEvidence {
 			// Under two seconds of evidence (a throttle soon after the last,
@@ -568,8 +503,6 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			lim = max(lim, lfShortCut*f.rate)
 		}
 	}
-	f.creepFrom = 0
-	f.stepAt = time.Time{}
 	f.limit = max(lim, f.floor)
 	f.exact = exact || (wasProbing && f.exact)
 	every := f.probeEvery
@@ -580,12 +513,6 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// Measured exactly and no pause imposed: a refused probe costs a
 		// few 429s, not a pause, so probes can come often.
 		every = lfProbeCheap
-	}
-	if paused && !f.weak {
-		// Each refused probe costs its pause (nothing is sent during
-		// it): probes come rarely enough that they cost at most
-		// lfProbeShare of the time.
-		every = max(every, min(time.Duration(float64(gateEnd.Sub(now))/lfProbeShare), lfProbeMax))
 	}
 	f.nextProbe = maxTime(gateEnd, now).Add(every)
 	f.src = From429
@@ -828,59 +755,6 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 	}
 }
 
-// cruised: since the last pause's end (prevGate), sending was possible for
-// lfMinActive or more and the downstream took at least 90% of the rate.
-func (f *limitFinder) cruised(now, prevGate time.Time) bool {
-	end := f.evidenceEnd(now)
-	from := maxTime(maxTime(end.Add(-lfWindow), f.start), prevGate)
-	act := f.active(from, end)
-	return act >= lfMinActive && float64(f.count(from, end))/act.Seconds() >= 0.9*f.rate
-}
-
-// appLimited: over the last two seconds the backlog did not fill the
-// rate (sending was possible for a second at least): a step up would prove
-// nothing.
-func (f *limitFinder) appLimited(now time.Time) bool {
-	end := f.evidenceEnd(now)
-	from := end.Add(-2 * time.Second)
-	act := f.active(from, end)
-	return act < time.Second || float64(f.count(from, end))/act.Seconds() < 0.8*f.rate
-}
-
-// step is the clean cruise's ramp while refusals come with a pause (each
-// one costs the pause, so the limit is found by clean steps rather than by
-// refusals): once per lfCreepEvery without a refusal, a limit only bounded
-// from below steps up by lfCreepStep (up to below the rate refused; the
-// next refusal takes it between where the steps started and the step
-// refused), else the headroom narrows a point back towards what it was
-// before the bound (narrowTo). It reports whether the rate changed.
-func (f *limitFinder) step(now time.Time) bool {
-	if f.weak || f.src != From429 || f.limit <= 0 || f.following(now) || f.appLimited(now) {
-		return false
-	}
-	if now.Sub(maxTime(f.cleanSince, f.stepAt)) < lfCreepEvery {
-		return false
-	}
-	switch {
-	case f.creep && (f.upper == 0 || f.limit*(1+lfCreepStep) < f.upper) && f.limit < f.ceiling:
-		if f.creepFrom == 0 {
-			f.creepFrom = f.limit
-		}
-		f.limit = min(f.limit*(1+lfCreepStep), f.ceiling)
-	case f.headroom < f.narrowTo:
-		f.creep = false
-		f.headroom = min(f.narrowTo, f.headroom+lfHeadroomStep/2)
-	default:
-		f.creep = false
-		return false
-	}
-	f.stepAt = now
-	f.rate = f.cruise()
-	f.burst = f.burstFor(f.rate)
-	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle})
-	return true
-}
-
 // tick runs the probe schedule at now. It reports whether rate or burst
 // changed.
 func (f *limitFinder) tick(now time.Time) bool {
@@ -932,15 +806,14 @@ func (f *limitFinder) tick(now time.Time) bool {
 		f.rate = f.cruise()
 		return true
 	}
-	if f.paused && f.step(now) {
-		return true
-	}
 	if now.Before(f.nextProbe) || f.rate >= f.ceiling || f.following(now) {
 		return false
 	}
 	// App-limited (the backlog does not fill the rate)? Then a probe would
 	// prove nothing.
-	if f.appLimited(now) {
+	end := f.evidenceEnd(now)
+	from := end.Add(-2 * time.Second)
+	if act := f.active(from, end); act < time.Second || float64(f.count(from, end))/act.Seconds() < 0.8*f.rate {
 		f.nextProbe = now.Add(time.Second)
 		return false
 	}

@@ -101,17 +101,12 @@ func dialectAPI(t *testing.T, d testapi.Dialect) api {
 	return api{url: s.URL(), backend: s, refused: func() int { return s.Stats().Throttled }}
 }
 
-// sustainedFrom is where the sustained rate starts, after the first
-// delivery: past the start-up, as the targets count it.
-const sustainedFrom = 10 * time.Second
-
 // outcome is what the backend saw of one client.
 type outcome struct {
 	client    string
 	n         int // the backlog
 	delivered int
 	perSecond float64 // unique deliveries per second, first to last arrival
-	sustained float64 // the same from 10 s after the first arrival (0: the run was shorter)
 	refused   int     // 429s
 	attempts  int     // 429s + accepted requests, duplicates included
 	p50       time.Duration
@@ -140,12 +135,6 @@ func measure(a api, client string, n int, gaveUp time.Time) outcome {
 	case len(ts) > 1:
 		o.perSecond = float64(len(ts)-1) / ts[len(ts)-1].Sub(ts[0]).Seconds()
 	}
-	if len(ts) > 1 && gaveUp.IsZero() {
-		from := ts[0].Add(sustainedFrom)
-		if i, _ := slices.BinarySearchFunc(ts, from, func(x, y time.Time) int { return x.Compare(y) }); i < len(ts)-1 {
-			o.sustained = float64(len(ts)-1-i) / ts[len(ts)-1].Sub(ts[i]).Seconds()
-		}
-	}
 	if a.latency != nil {
 		if ds := a.latency(); len(ds) > 0 {
 			slices.Sort(ds)
@@ -164,8 +153,8 @@ func (o outcome) String() string {
 	if o.p50 >= 0 {
 		p50 = fmt.Sprintf("%.0fms", float64(o.p50)/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("client=%s delivered=%d/%d rate=%.1f/s sustained=%.1f/s 429s=%d (%.1f%% of requests) duplicates=%d p50=%s",
-		o.client, o.delivered, o.n, o.perSecond, o.sustained, o.refused, share, o.dups, p50)
+	return fmt.Sprintf("client=%s delivered=%d/%d rate=%.1f/s 429s=%d (%.1f%% of requests) duplicates=%d p50=%s",
+		o.client, o.delivered, o.n, o.perSecond, o.refused, share, o.dups, p50)
 }
 
 // runPacer publishes n messages to a fresh JetStream stream, then runs
@@ -215,11 +204,7 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 		t.Fatalf("config: %v", err)
 	}
 	var logs testkit.Buffer
-	level := slog.LevelWarn
-	if os.Getenv("PACER_BEHIND_LOG") != "" {
-		level = slog.LevelInfo // the controller's decisions, to see how a figure came about
-	}
-	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level})), io.Discard, nil)
+	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard, nil)
 	if err != nil {
 		t.Fatalf("worker: %v", err)
 	}
@@ -238,7 +223,7 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 	if st.DeadLettered > 0 || st.Rejected > 0 {
 		t.Errorf("pacer dead-lettered %d, rejected %d: throttling must lose nothing", st.DeadLettered, st.Rejected)
 	}
-	t.Logf("pacer %s: learned limit %.1f/s, rate %.1f/s at the end; log (warnings, or all with PACER_BEHIND_LOG=1):\n%s", name, st.LearnedLimit, st.Rate, logs.String())
+	t.Logf("pacer %s: learned limit %.1f/s, rate %.1f/s at the end; warnings:\n%s", name, st.LearnedLimit, st.Rate, logs.String())
 }
 
 // runLoop sends n requests through a fixed-rate x/time/rate loop (burst
