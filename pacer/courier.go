@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 // courier is one of at most MaxInFlight goroutines (see crew). Each takes
@@ -27,8 +29,8 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 	if anchor {
 		retireAfter = 0
 	}
-	sl := newSleeper(e.clock)
-	defer sl.stop()
+	sl := clock.NewSleeper(e.clock)
+	defer sl.Stop()
 	n := e.cfg.BatchSize
 	grp := make([]*item, 0, n)
 	msgs := make([]*Message, 0, n)

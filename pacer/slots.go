@@ -7,6 +7,8 @@ package pacer
 import (
 	"context"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 type nextStatus uint8
@@ -30,7 +32,7 @@ const (
 //
 // With retireAfter > 0, a courier that found nothing for that long (and
 // holds no retry timer) returns retired.
-func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
+func (e *Engine) next(ctx context.Context, sl *clock.Sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
 	var retireAt time.Time
 	if retireAfter > 0 {
 		retireAt = e.clock.Now().Add(retireAfter)
@@ -85,7 +87,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		}
 		var tc <-chan time.Time
 		if !wake.IsZero() {
-			tc = sl.arm(wake.Sub(e.clock.Now()))
+			tc = sl.Arm(wake.Sub(e.clock.Now()))
 		}
 		var sc chan struct{}
 		if !slot {
