@@ -146,7 +146,7 @@ func (e *Engine) stepAside(grp []*item, now time.Time) bool {
 // retry) and not parked behind a busy key (OrderKey), whose owner may be
 // a suspect itself.
 func (e *Engine) freshWaiting() bool {
-	if e.queued() > 0 {
+	if e.queue.len() > 0 {
 		return true
 	}
 	n := e.stats.inflight.Load()

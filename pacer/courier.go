@@ -61,7 +61,7 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 			}
 			return
 		}
-		if e.queued() > 0 {
+		if e.queue.len() > 0 {
 			e.spawn() // more waits: a helper, if nobody is idle
 		}
 		grp = append(grp[:0], it)
@@ -200,7 +200,7 @@ func (e *Engine) spawn() {
 func (e *Engine) retire() bool {
 	c := &e.crew
 	c.running.Add(-1)
-	if e.queued() == 0 && e.delayed.Len() == 0 {
+	if e.queue.len() == 0 && e.delayed.Len() == 0 {
 		return true
 	}
 	for {

@@ -431,7 +431,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.drainOverflow() // the source hands nothing more to the overflow
 	// The source is done handing over: abandon what is queued.
-	for it := e.popQueued(); it != nil; it = e.popQueued() {
+	for it := e.queue.pop(); it != nil; it = e.queue.pop() {
 		e.handBack(it, 0)
 	}
 	// Retries and parked messages never made it out again: give them back.

@@ -52,7 +52,7 @@ func (e *Engine) next(ctx context.Context, sl *clock.Sleeper, deadline time.Time
 		}
 		slot := e.acquireSlot()
 		if slot {
-			if it := e.popQueued(); it != nil {
+			if it := e.queue.pop(); it != nil {
 				if it = e.take(it); it != nil {
 					return it, gotItem
 				}
@@ -99,7 +99,7 @@ func (e *Engine) next(ctx context.Context, sl *clock.Sleeper, deadline time.Time
 		select {
 		case <-sc:
 		case <-e.queueAvail(slot):
-			if it := e.popQueued(); it != nil {
+			if it := e.queue.pop(); it != nil {
 				received = true
 				got = e.take(it) // nil: parked behind its key, holding the slot
 			}
