@@ -7,6 +7,8 @@ package pacer
 import (
 	"context"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 // admit waits until the Retry-After gate has passed, a sending turn is
@@ -15,7 +17,7 @@ import (
 // shaper refuses, the source is paused. It returns false when ctx is done;
 // when it returns true the caller holds a sending turn and gives it back
 // with doneSending once the attempt is answered (or dropped).
-func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) {
+func (e *Engine) admit(ctx context.Context, sl *clock.Sleeper, grp []*item) (ok bool) {
 	var asked time.Time
 	holding := false
 	defer func() {
@@ -116,11 +118,11 @@ func (e *Engine) admit(ctx context.Context, sl *sleeper, grp []*item) (ok bool) 
 // later one it sleeps until the floor before the deadline, and admit asks
 // the shaper again. Otherwise it sleeps on the timer, however late that
 // fires.
-func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time, d time.Duration, n int) bool {
+func (e *Engine) awaitAdmission(ctx context.Context, sl *clock.Sleeper, now time.Time, d time.Duration, n int) bool {
 	if e.spin == nil {
 		return e.sleepOrWake(ctx, sl, d)
 	}
-	floor := e.spin.spinFloor(now)
+	floor := e.spin.SpinFloor(now)
 	if floor <= 0 || !e.sh.LateCosts(now, n, floor) {
 		return e.sleepOrWake(ctx, sl, d)
 	}
@@ -135,7 +137,7 @@ func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time,
 			return false
 		default:
 		}
-		e.spin.yield()
+		e.spin.Yield()
 	}
 	return true
 }
@@ -143,9 +145,9 @@ func (e *Engine) awaitAdmission(ctx context.Context, sl *sleeper, now time.Time,
 // sleepOrWake sleeps like sleep, but returns early (true) when the rate,
 // the burst or the gate changed: a wait computed at the old rate must not
 // be slept out at a new, higher one.
-func (e *Engine) sleepOrWake(ctx context.Context, sl *sleeper, d time.Duration) bool {
+func (e *Engine) sleepOrWake(ctx context.Context, sl *clock.Sleeper, d time.Duration) bool {
 	select {
-	case <-sl.arm(d):
+	case <-sl.Arm(d):
 		return true
 	case <-e.turns.shapeWake:
 		return true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer/breaker"
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 // The engine's side of the systemic-failure breaker (pacer/breaker): what
@@ -145,7 +146,7 @@ func (e *Engine) stepAside(grp []*item, now time.Time) bool {
 // retry) and not parked behind a busy key (OrderKey), whose owner may be
 // a suspect itself.
 func (e *Engine) freshWaiting() bool {
-	if e.queued() > 0 {
+	if e.queue.len() > 0 {
 		return true
 	}
 	n := e.stats.inflight.Load()
@@ -235,7 +236,7 @@ func (e *Engine) ResetBreaker() bool {
 // time. It returns probe=true when the courier must deliver as the probe
 // (and later call endProbe), probe=false when the breaker closed
 // meanwhile, and ok=false when ctx is done.
-func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {
+func (e *Engine) awaitProbe(ctx context.Context, sl *clock.Sleeper) (probe, ok bool) {
 	select {
 	case e.turns.probe <- struct{}{}:
 	case <-ctx.Done():
@@ -252,7 +253,7 @@ func (e *Engine) awaitProbe(ctx context.Context, sl *sleeper) (probe, ok bool) {
 			return true, true
 		}
 		select {
-		case <-sl.arm(d):
+		case <-sl.Arm(d):
 		case <-wake:
 		case <-ctx.Done():
 			<-e.turns.probe

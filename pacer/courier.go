@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 // courier is one of at most MaxInFlight goroutines (see crew). Each takes
@@ -27,8 +29,8 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 	if anchor {
 		retireAfter = 0
 	}
-	sl := newSleeper(e.clock)
-	defer sl.stop()
+	sl := clock.NewSleeper(e.clock)
+	defer sl.Stop()
 	n := e.cfg.BatchSize
 	grp := make([]*item, 0, n)
 	msgs := make([]*Message, 0, n)
@@ -59,7 +61,7 @@ func (e *Engine) courier(ctx context.Context, anchor bool) {
 			}
 			return
 		}
-		if e.queued() > 0 {
+		if e.queue.len() > 0 {
 			e.spawn() // more waits: a helper, if nobody is idle
 		}
 		grp = append(grp[:0], it)
@@ -198,7 +200,7 @@ func (e *Engine) spawn() {
 func (e *Engine) retire() bool {
 	c := &e.crew
 	c.running.Add(-1)
-	if e.queued() == 0 && e.delayed.Len() == 0 {
+	if e.queue.len() == 0 && e.delayed.Len() == 0 {
 		return true
 	}
 	for {

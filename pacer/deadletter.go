@@ -5,6 +5,8 @@ package pacer
 
 import (
 	"context"
+
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 // deadLetter writes it to the dead-letter destination and terminates it
@@ -57,14 +59,14 @@ func (e *Engine) keepRetryingLast(m *Message, reason, err error) error {
 	e.stats.deadLetterFailed.Add(1)
 	e.log.Error("pacer: dead-letter write failed for a message on its last broker delivery; keeping it in process and retrying the write (handing it back would let the broker discard it)",
 		"id", m.ID, "reason", reason, "err", err, "retry_every", e.cfg.DeadLetterRetry)
-	sl := newSleeper(e.clock)
-	defer sl.stop()
+	sl := clock.NewSleeper(e.clock)
+	defer sl.Stop()
 	for {
 		select {
 		case <-e.life.stopping:
 			e.log.Error("pacer: stopping with a message on its last broker delivery whose dead-letter write keeps failing: the broker will discard it", "id", m.ID, "err", err)
 			return err
-		case <-sl.arm(e.cfg.DeadLetterRetry):
+		case <-sl.Arm(e.cfg.DeadLetterRetry):
 		}
 		ctx, cancel := context.WithTimeout(e.life.settleCtx, e.cfg.SettleTimeout)
 		err = e.cfg.DeadLetter.DeadLetter(ctx, m, reason)

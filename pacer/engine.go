@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer/breaker"
+	"github.com/pacer-dev/pacer/pacer/clock"
 	"github.com/pacer-dev/pacer/pacer/limit"
 	"github.com/pacer-dev/pacer/pacer/waitqueue"
 )
@@ -38,7 +39,7 @@ import (
 type Engine struct {
 	cfg   Config
 	clock Clock
-	spin  spinner // clock, when it can wait precisely (nil: timers only)
+	spin  clock.Spinner // clock, when it can wait precisely (nil: timers only)
 	log   *slog.Logger
 	hooks hookSet
 
@@ -155,7 +156,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.queue = q
-	e.spin, _ = cfg.Clock.(spinner)
+	e.spin, _ = cfg.Clock.(clock.Spinner)
 	e.crew.max = int64(cfg.MaxInFlight)
 	e.delayed = delayQueue{waitqueue.NewDelay[*item](cfg.MaxInFlight)}
 	if cfg.Ordering == OrderKey {
@@ -372,7 +373,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	loopCtx, loopCancel := context.WithCancel(base)
 	defer loopCancel()
 	stopState := e.startState(base) // restore before the first admission
-	stopShare := e.ctrl.StartSharing(base, e.sh.Config().LimitBoard, e.clock.Now, func(d time.Duration, tick func()) func() { return every(e.clock, d, tick) })
+	stopShare := e.ctrl.StartSharing(base, e.sh.Config().LimitBoard, e.clock.Now, func(d time.Duration, tick func()) func() { return clock.Every(e.clock, d, tick) })
 	e.warmSink(ctx) // connections ready before the first admission
 
 	e.crew.start(e, loopCtx)
@@ -414,15 +415,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.crew.stop()
 	srcCancel()
 	loopCancel()
-	sl := newSleeper(e.clock)
+	sl := clock.NewSleeper(e.clock)
 	select {
 	case <-couriersDone:
-	case <-sl.arm(e.cfg.DrainTimeout):
+	case <-sl.Arm(e.cfg.DrainTimeout):
 		e.log.Warn("pacer: drain timeout; cancelling in-flight deliveries", "in_flight", e.stats.inflight.Load())
 		deliverCancel()
 		<-couriersDone
 	}
-	sl.stop()
+	sl.Stop()
 	stopState() // the couriers are done: nothing more is admitted
 	stopShare() // and the board has every count
 	if !srcReturned {
@@ -430,7 +431,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.drainOverflow() // the source hands nothing more to the overflow
 	// The source is done handing over: abandon what is queued.
-	for it := e.popQueued(); it != nil; it = e.popQueued() {
+	for it := e.queue.pop(); it != nil; it = e.queue.pop() {
 		e.handBack(it, 0)
 	}
 	// Retries and parked messages never made it out again: give them back.

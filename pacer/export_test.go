@@ -31,5 +31,5 @@ type spinClock struct {
 	yieldFn func()
 }
 
-func (s spinClock) spinFloor(time.Time) time.Duration { return s.floor }
-func (s spinClock) yield()                            { s.yieldFn() }
+func (s spinClock) SpinFloor(time.Time) time.Duration { return s.floor }
+func (s spinClock) Yield()                            { s.yieldFn() }

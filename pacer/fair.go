@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,7 +142,8 @@ func (p *Priority) validate() error {
 type fairQueue struct {
 	q *waitqueue.Fair[*item]
 
-	ovf      *overflow // nil without Fairness.Defer
+	ovf      *waitqueue.Budget // the republishes under way; nil without Fairness.Defer
+	deferFn  func(ctx context.Context, m *Message, done func(error)) error
 	deferred func(m *Message) bool
 	nDefer   atomic.Uint64 // messages deferred (republish confirmed)
 
@@ -165,7 +167,8 @@ func newFairQueue(cfg *Config, stopping <-chan struct{}) (*fairQueue, error) {
 	fns, fc := fairSettings(cfg)
 	f := &fairQueue{stopping: stopping}
 	if fr := cfg.Fairness; fr != nil && fr.Defer != nil {
-		f.ovf = newOverflow(fr)
+		f.ovf = waitqueue.NewBudget(cmp.Or(fr.MaxDeferring, DefaultMaxDeferring), cmp.Or(fr.MaxDeferringBytes, DefaultMaxDeferringBytes))
+		f.deferFn = fr.Defer
 		f.deferred = fr.Deferred
 		if f.deferred == nil {
 			f.deferred = func(*Message) bool { return false }

@@ -4,11 +4,12 @@ import (
 	"errors"
 
 	"context"
-	"github.com/pacer-dev/pacer/algorithms"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-dev/pacer/algorithms"
 
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"

@@ -356,7 +356,7 @@ func TestPeakPacingLateWakes(t *testing.T) {
 // bubble: it lets a microsecond of virtual time pass and counts the calls.
 type spinCount struct{ n atomic.Int64 }
 
-func (s *spinCount) yield() {
+func (s *spinCount) Yield() {
 	s.n.Add(1)
 	time.Sleep(time.Microsecond)
 }
@@ -384,7 +384,7 @@ func TestSpinOnlyWhereLateWakesCost(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var sc spinCount
 				late := &lateClock{rng: rand.New(rand.NewPCG(16, uint64(c.rate))), max: time.Millisecond / 2, floor: time.Millisecond}
-				clock := pacer.SpinningClock(late, 2*time.Millisecond, sc.yield)
+				clock := pacer.SpinningClock(late, 2*time.Millisecond, sc.Yield)
 				src := pacertest.NewSource(pacertest.Messages(c.n))
 				src.Hold = true
 				snk := &stampSink{now: time.Now, times: make([]time.Time, c.n)}

@@ -50,9 +50,6 @@ func newWaitQueue(cfg *Config, stopping <-chan struct{}) (waitQueue, error) {
 	return newFIFO(cfg.QueueSize, cfg.QueueBytes, cfg.MaxInFlight, stopping), nil
 }
 
-// popQueued takes the next queued message (nil if none).
-func (e *Engine) popQueued() *item { return e.queue.pop() }
-
 // queueAvail is what a courier holding a slot waits on for a message (nil,
 // never ready, without a slot).
 func (e *Engine) queueAvail(slot bool) <-chan struct{} {
@@ -62,18 +59,14 @@ func (e *Engine) queueAvail(slot bool) <-chan struct{} {
 	return e.queue.ready()
 }
 
-// queued is the number of messages waiting between the source and the
-// couriers.
-func (e *Engine) queued() int { return e.queue.len() }
-
 // queueFull reports whether the queue holds HighWatermark messages or
 // QueueBytes bytes: the source must pause.
 func (e *Engine) queueFull() bool {
-	return e.queued() >= e.cfg.HighWatermark || e.cfg.QueueBytes > 0 && e.queue.bytes() >= e.cfg.QueueBytes
+	return e.queue.len() >= e.cfg.HighWatermark || e.cfg.QueueBytes > 0 && e.queue.bytes() >= e.cfg.QueueBytes
 }
 
 // queueLow reports whether the queue has drained to LowWatermark messages
 // and half of QueueBytes: a source paused for a full queue may resume.
 func (e *Engine) queueLow() bool {
-	return e.queued() <= e.cfg.LowWatermark && (e.cfg.QueueBytes == 0 || e.queue.bytes() <= e.cfg.QueueBytes/2)
+	return e.queue.len() <= e.cfg.LowWatermark && (e.cfg.QueueBytes == 0 || e.queue.bytes() <= e.cfg.QueueBytes/2)
 }

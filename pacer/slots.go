@@ -7,6 +7,8 @@ package pacer
 import (
 	"context"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/clock"
 )
 
 type nextStatus uint8
@@ -30,7 +32,7 @@ const (
 //
 // With retireAfter > 0, a courier that found nothing for that long (and
 // holds no retry timer) returns retired.
-func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
+func (e *Engine) next(ctx context.Context, sl *clock.Sleeper, deadline time.Time, retireAfter time.Duration) (*item, nextStatus) {
 	var retireAt time.Time
 	if retireAfter > 0 {
 		retireAt = e.clock.Now().Add(retireAfter)
@@ -50,7 +52,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		}
 		slot := e.acquireSlot()
 		if slot {
-			if it := e.popQueued(); it != nil {
+			if it := e.queue.pop(); it != nil {
 				if it = e.take(it); it != nil {
 					return it, gotItem
 				}
@@ -85,7 +87,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		}
 		var tc <-chan time.Time
 		if !wake.IsZero() {
-			tc = sl.arm(wake.Sub(e.clock.Now()))
+			tc = sl.Arm(wake.Sub(e.clock.Now()))
 		}
 		var sc chan struct{}
 		if !slot {
@@ -97,7 +99,7 @@ func (e *Engine) next(ctx context.Context, sl *sleeper, deadline time.Time, reti
 		select {
 		case <-sc:
 		case <-e.queueAvail(slot):
-			if it := e.popQueued(); it != nil {
+			if it := e.queue.pop(); it != nil {
 				received = true
 				got = e.take(it) // nil: parked behind its key, holding the slot
 			}

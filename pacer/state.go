@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
+	"github.com/pacer-dev/pacer/pacer/clock"
 	"github.com/pacer-dev/pacer/pacer/state"
 )
 
@@ -105,7 +106,7 @@ func (e *Engine) startState(ctx context.Context) (stop func()) {
 		}
 	}
 	save(false) // this worker is running from now on
-	stopTicks := every(e.clock, iv, func() { save(false) })
+	stopTicks := clock.Every(e.clock, iv, func() { save(false) })
 	return func() {
 		stopTicks()
 		save(true)

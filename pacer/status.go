@@ -103,7 +103,7 @@ func (e *Engine) Status() Status {
 		Rate:           cur,
 		ConfiguredRate: ceil,
 		Adaptive:       e.cfg.Adaptive.Mode.String(),
-		QueueDepth:     e.queued(),
+		QueueDepth:     e.queue.len(),
 		QueueSize:      e.cfg.QueueSize,
 		InFlight:       e.stats.inflight.Load(),
 		MaxInFlight:    e.cfg.MaxInFlight,
