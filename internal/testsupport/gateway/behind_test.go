@@ -107,6 +107,7 @@ type outcome struct {
 	n         int // the backlog
 	delivered int
 	perSecond float64 // unique deliveries per second, first to last arrival
+	sustained float64 // the same from 10 s after the first arrival (start-up left out, as the targets count it)
 	refused   int     // 429s
 	attempts  int     // 429s + accepted requests, duplicates included
 	p50       time.Duration
@@ -135,6 +136,7 @@ func measure(a api, client string, n int, gaveUp time.Time) outcome {
 	case len(ts) > 1:
 		o.perSecond = float64(len(ts)-1) / ts[len(ts)-1].Sub(ts[0]).Seconds()
 	}
+	o.sustained = sustainedRate(ts, sustainedAfter, gaveUp)
 	if a.latency != nil {
 		if ds := a.latency(); len(ds) > 0 {
 			slices.Sort(ds)
@@ -153,8 +155,31 @@ func (o outcome) String() string {
 	if o.p50 >= 0 {
 		p50 = fmt.Sprintf("%.0fms", float64(o.p50)/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("client=%s delivered=%d/%d rate=%.1f/s 429s=%d (%.1f%% of requests) duplicates=%d p50=%s",
-		o.client, o.delivered, o.n, o.perSecond, o.refused, share, o.dups, p50)
+	return fmt.Sprintf("client=%s delivered=%d/%d rate=%.1f/s sustained=%.1f/s 429s=%d (%.1f%% of requests) duplicates=%d p50=%s",
+		o.client, o.delivered, o.n, o.perSecond, o.sustained, o.refused, share, o.dups, p50)
+}
+
+// sustainedAfter is where the sustained rate starts counting, after the
+// first arrival: the start-up (finding the limit) is left out.
+const sustainedAfter = 10 * time.Second
+
+// sustainedRate is the rate of the sorted arrivals ts from after past the
+// first one to the last (or to gaveUp when the client stopped unfinished);
+// 0 when the run was too short to say.
+func sustainedRate(ts []time.Time, after time.Duration, gaveUp time.Time) float64 {
+	if len(ts) < 2 {
+		return 0
+	}
+	from := ts[0].Add(after)
+	end := ts[len(ts)-1]
+	if !gaveUp.IsZero() {
+		end = gaveUp
+	}
+	i, _ := slices.BinarySearchFunc(ts, from, func(x, y time.Time) int { return x.Compare(y) })
+	if span := end.Sub(from); span >= time.Second && i < len(ts) {
+		return float64(len(ts)-i) / span.Seconds()
+	}
+	return 0
 }
 
 // runPacer publishes n messages to a fresh JetStream stream, then runs
@@ -384,5 +409,27 @@ func TestPacerBehindRealLimitersLosesNothing(t *testing.T) {
 			}
 			t.Logf("%s: %s", kind, o)
 		})
+	}
+}
+
+// The sustained figure leaves the first 10 s out and counts to the last
+// arrival, or to the moment an unfinished client gave up.
+func TestSustainedRateLeavesTheStartUpOut(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var ts []time.Time
+	for i := range 10 { // 10/s for the first second: the start-up
+		ts = append(ts, t0.Add(time.Duration(i)*100*time.Millisecond))
+	}
+	for i := range 400 { // then 40/s from 10 s to 20 s
+		ts = append(ts, t0.Add(10*time.Second+time.Duration(i)*25*time.Millisecond))
+	}
+	if got := sustainedRate(ts, sustainedAfter, time.Time{}); got < 39.9 || got > 40.2 {
+		t.Errorf("sustained %.2f/s, want 40/s", got)
+	}
+	if got := sustainedRate(ts, sustainedAfter, t0.Add(30*time.Second)); got < 19.9 || got > 20.1 {
+		t.Errorf("sustained to the give-up %.2f/s, want 20/s", got)
+	}
+	if got := sustainedRate(ts[:10], sustainedAfter, time.Time{}); got != 0 {
+		t.Errorf("a run shorter than the start-up: %.2f/s, want 0", got)
 	}
 }
