@@ -96,7 +96,7 @@ func TestLimitGatewayChanges(t *testing.T) {
 				time.Sleep(time.Until(start.Add(step)))
 				start = start.Add(step)
 				m.mu.Lock()
-				g.rate = to
+				g.setRate(time.Now(), to)
 				m.mu.Unlock()
 			}
 		}})

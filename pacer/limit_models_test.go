@@ -55,6 +55,18 @@ func (g *gcra) arrive(now time.Time) (bool, time.Duration) {
 
 func (g *gcra) retryAfter() string { return g.ra }
 
+// setRate changes the rate at now as nginx does on a reload: it keeps the
+// excess in requests (its zone stores excess, not time), so the requests
+// in excess drain at the new rate. Keeping the theoretical arrival time
+// instead would refuse everything for up to burst/old-rate after a rise.
+func (g *gcra) setRate(now time.Time, rate float64) {
+	if g.tat.After(now) {
+		excess := g.tat.Sub(now).Seconds() * g.rate
+		g.tat = now.Add(time.Duration(excess / rate * float64(time.Second)))
+	}
+	g.rate = rate
+}
+
 // penaltyBox is HAProxy's `http-request track-sc0 src` with `deny
 // deny_status 429 if { sc_http_req_rate(0) gt limit }` on a
 // http_req_rate(1s) stick table: every request, refused ones included, is

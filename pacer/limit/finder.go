@@ -71,6 +71,12 @@ const (
 	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
 	lfProbeCheap      = 5 * time.Second  // first probe over a limit measured exactly, without a pause
 	lfProbeMax        = 60 * time.Second // probes back off to this
+	lfProbeShare      = 0.02             // refused probes' pauses cost at most this share of the time
+	lfProbeCostly     = 5 * time.Minute  // but a probe comes at least this often
+	lfInexactClean    = 10 * time.Second // a clean cruise this long narrows an inexact limit's headroom
+	lfInexactStep     = 0.01             // by this, up to lfHeadroom
+	lfFell            = 0.8              // a refusal that takes the limit under this share of it: the limit fell
+	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeFirst for this long
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
@@ -153,6 +159,12 @@ type limitFinder struct {
 	// throttle, when that came within lfMinActive of the start: an upper
 	// bound on its burst (0: unknown).
 	firstBurst float64
+	fellAt     time.Time // the last time the limit was seen to fall (zero: never)
+	// inexact is the headroom's cap while the limit is only bounded (not
+	// measured exactly): lfHeadroomInexact after a refusal, narrowing by
+	// lfInexactStep per lfInexactClean of clean cruise since inexactAt.
+	inexact   float64
+	inexactAt time.Time
 
 	headroom   float64   // cruise at this share of the limit (follows the refusals seen)
 	exact      bool      // the limit was measured exactly (a saturated span, a penalty box's quota)
@@ -213,7 +225,7 @@ func newLimitFinder(ceiling, floor float64, burst, minBurst int, now time.Time) 
 	return &limitFinder{
 		ceiling: ceiling, floor: floor, cfgBurst: burst, minBst: max(1, minBurst),
 		rate: ceiling, burst: burst, start: now, probeEvery: lfProbeFirst,
-		headroom: lfHeadroom, probeStep: lfProbeStep,
+		headroom: lfHeadroom, probeStep: lfProbeStep, inexact: lfHeadroomInexact,
 	}
 }
 
@@ -311,7 +323,7 @@ func (f *limitFinder) reserve() int64 {
 func (f *limitFinder) cruise() float64 {
 	h := f.headroom
 	if !f.exact {
-		h = min(h, lfHeadroomInexact)
+		h = min(h, f.inexact)
 	}
 	return f.clamp(f.limit * h)
 }
@@ -410,6 +422,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
 	}
 	f.probeStep = lfProbeStep
+	passed := f.passes // probes passed in a row, the last just before this
 	f.passes = 0
 	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
 		// The advertised budget drives the rate; a throttle only brings
@@ -421,6 +434,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		return true
 	}
 	var lim float64
+	wasWeak := f.weak
 	f.weak = false
 	sat := f.saturated(now)
 	exact := false
@@ -431,11 +445,15 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		lim, exact = sat, true
 	case climbed:
 		// Probes passed in a row (the limit rose) until this one: the
-		// limit is between the last that passed and this one.
-		lim = math.Sqrt(f.limit * f.upper)
-	case (wasProbing || f.following(now)) && f.limit > 0:
-		// The probe found the ceiling: the limit it started from holds.
+		// limit is between the last that passed and this one, and is
+		// taken at the last that passed: what was just sustained (a
+		// guess between the two cruised over the limit and cost a
+		// refusal, and its pause, a second later).
 		lim = f.limit
+	case (wasProbing || f.following(now) || passed > 0) && f.limit > 0:
+		// The probe found the ceiling: the limit it started from holds,
+		// as exactly as it was measured.
+		lim, exact = f.limit, f.exact
 	default:
 		// What the downstream accepted since it last made us wait (it was
 		// full then), over the time we could send: at most the rate in
@@ -503,8 +521,12 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			lim = max(lim, lfShortCut*f.rate)
 		}
 	}
+	if !wasProbing && !wasWeak && f.limit > 0 && lim < lfFell*f.limit {
+		f.fellAt = now // the limit fell after a clean cruise: it may move again
+	}
 	f.limit = max(lim, f.floor)
 	f.exact = exact || (wasProbing && f.exact)
+	f.inexact, f.inexactAt = lfHeadroomInexact, maxTime(gateEnd, now)
 	every := f.probeEvery
 	switch {
 	case f.weak:
@@ -513,6 +535,18 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// Measured exactly and no pause imposed: a refused probe costs a
 		// few 429s, not a pause, so probes can come often.
 		every = lfProbeCheap
+	case gateEnd.After(now):
+		// Each refused probe costs the pause the downstream imposes (its
+		// Retry-After): probes are spaced so that a limit that holds
+		// costs at most lfProbeShare of the time (a 1 s pause: one probe
+		// in 50 s).
+		every = max(every, min(time.Duration(float64(gateEnd.Sub(now))/lfProbeShare), lfProbeCostly))
+	}
+	if !f.fellAt.IsZero() && now.Sub(f.fellAt) < lfVolatile {
+		// The limit fell a moment ago: it may rise again as suddenly, so
+		// for a while it is probed every lfProbeFirst at least, whatever
+		// that costs.
+		every = min(every, lfProbeFirst)
 	}
 	f.nextProbe = maxTime(gateEnd, now).Add(every)
 	f.src = From429
@@ -803,6 +837,16 @@ func (f *limitFinder) tick(now time.Time) bool {
 		// A long cruise without a refusal: the headroom narrows again.
 		f.cleanSince = now
 		f.headroom = min(lfHeadroom, f.headroom+lfHeadroomStep/2)
+		f.rate = f.cruise()
+		return true
+	}
+	if !f.exact && f.src == From429 && f.inexact < lfHeadroom && !f.inexactAt.IsZero() && now.Sub(f.inexactAt) >= lfInexactClean {
+		// A limit only bounded, cruised under without a refusal for a
+		// while: what was sustained shows the bound was not too high, so
+		// the cruise creeps up towards it. A refusal on the way sets it
+		// back (and measures again).
+		f.inexactAt = now
+		f.inexact = min(lfHeadroom, f.inexact+lfInexactStep)
 		f.rate = f.cruise()
 		return true
 	}

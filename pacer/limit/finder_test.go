@@ -284,3 +284,61 @@ func TestLimitFinderPenaltyBox(t *testing.T) {
 		}
 	}
 }
+
+// A probe refused with a Retry-After costs that pause: a limit that holds
+// is probed so that such pauses take at most lfProbeShare of the time (a
+// 1 s pause: the next probe 50 s later, not 15 s). After the limit was
+// seen to fall, it is probed every lfProbeFirst again, whatever the pause.
+func TestLimitFinderProbesAsOftenAsTheirPauseAllows(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(3*time.Second), 50)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if wait := f.nextProbe.Sub(clk.Now()); wait < time.Second+time.Duration(float64(time.Second)/lfProbeShare) {
+		t.Fatalf("next probe in %v after a refusal with a 1 s pause, want >= 51 s", wait)
+	}
+	// A long clean cruise, then the limit falls by half: refused, and
+	// what was accepted over the evidence says so.
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(20*time.Second), f.rate)
+	before := f.limit
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(800*time.Millisecond), 20)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.limit >= lfFell*before || f.fellAt.IsZero() {
+		t.Fatalf("limit %.1f after falling from %.1f (fell at %v): want a fall recognised", f.limit, before, f.fellAt)
+	}
+	if wait := f.nextProbe.Sub(clk.Now()); wait > time.Second+lfProbeFirst {
+		t.Errorf("next probe in %v after the limit fell, want <= %v", wait, time.Second+lfProbeFirst)
+	}
+}
+
+// A limit only bounded (not measured exactly) is cruised at 95% of the
+// bound after a refusal; a clean cruise raises that share by a point per
+// lfInexactClean up to lfHeadroom, and the next refusal sets it back.
+func TestLimitFinderInexactCruiseCreepsUp(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(3*time.Second), 50)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.exact {
+		t.Fatal("a single throttle measured the limit exactly: the test needs a bound")
+	}
+	start := f.rate
+	if got := start / f.limit; math.Abs(got-lfHeadroomInexact) > 1e-9 {
+		t.Fatalf("cruise %.3f of the bound, want %.2f", got, lfHeadroomInexact)
+	}
+	clk.Add(time.Second)
+	for range 6 {
+		deliverAt(f, clk.Now(), clk.Add(lfInexactClean), f.rate)
+		f.tick(clk.Now())
+	}
+	if got := f.rate / f.limit; math.Abs(got-lfHeadroom) > 1e-9 {
+		t.Errorf("after a minute of clean cruise: %.3f of the bound, want %.2f", got, lfHeadroom)
+	}
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if got := f.rate / f.limit; got > lfHeadroomInexact+1e-9 && !f.exact {
+		t.Errorf("after a refusal: %.3f of the bound, want %.2f again", got, lfHeadroomInexact)
+	}
+}
