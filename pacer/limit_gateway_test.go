@@ -20,12 +20,13 @@ import (
 // saturated span is its limit exactly (nginx: 50.0/s, was 42.3/s); the
 // penalty box is recognised (nothing accepted while refusals come), left
 // alone for its window and cruised under the quota it showed (49.0/s, was
-// 26.7/s). With Retry-After: 1 they are NOT MET (46.6-47.0/s behind
-// nginx, 42.4-44.4/s behind HAProxy): each refusal stops everything for a
-// second, so no saturated span is seen, the limit is bounded (burst
-// corrected) rather than measured and cruised at 95% of it, and the probe
-// 15 s after the last refusal is refused and costs its second. The floor
-// below guards that; it is not the target.
+// 26.7/s). With Retry-After: 1 each refusal stops everything for a
+// second: probes are spaced so that refused ones cost at most 2% of the
+// time, and a bounded limit's cruise creeps up while clean; nginx meets
+// the target (48.7-49.1/s, was 46.6-47.0/s). Behind HAProxy it is NOT MET
+// in the model (44.3-46.6/s; the real HAProxy: 48.9/s): its counter,
+// refilled by the pause, bounds the limit low. The floor below guards
+// that; it is not the target.
 func TestLimitGateways(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -33,7 +34,7 @@ func TestLimitGateways(t *testing.T) {
 		floor float64 // sustained/s required (target 48)
 	}{
 		{"nginx-nodelay", func() gateModel { return &gcra{rate: 50, burst: 10} }, 48},
-		{"nginx-nodelay-retry-after", func() gateModel { return &gcra{rate: 50, burst: 10, ra: "1"} }, 45},
+		{"nginx-nodelay-retry-after", func() gateModel { return &gcra{rate: 50, burst: 10, ra: "1"} }, 48},
 		{"haproxy-penalty-box", func() gateModel { return &penaltyBox{limit: 50} }, 48},
 		{"haproxy-penalty-box-retry-after", func() gateModel { return &penaltyBox{limit: 50, ra: "1"} }, 42},
 	} {
