@@ -73,8 +73,9 @@ const (
 	lfProbeMax        = 60 * time.Second // probes back off to this
 	lfProbeShare      = 0.02             // refused probes' pauses cost at most this share of the time
 	lfProbeCostly     = 5 * time.Minute  // but a probe comes at least this often
-	lfInexactClean    = 10 * time.Second // a clean cruise this long narrows an inexact limit's headroom
-	lfInexactStep     = 0.01             // by this, up to lfHeadroom
+	lfInexactClean    = 5 * time.Second  // a clean cruise this long narrows an inexact limit's headroom
+	lfInexactStep     = 0.01             // by this,
+	lfInexactMax      = 0.97             // up to this (a bound is a few percent off either way)
 	lfFell            = 0.8              // a refusal that takes the limit under this share of it: the limit fell
 	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeFirst for this long
 	lfEpisode         = 500 * time.Millisecond
@@ -159,10 +160,16 @@ type limitFinder struct {
 	// throttle, when that came within lfMinActive of the start: an upper
 	// bound on its burst (0: unknown).
 	firstBurst float64
-	fellAt     time.Time // the last time the limit was seen to fall (zero: never)
+	// firstSpan is how long that took, from the first accepted answer
+	// (firstAt) to the throttle: firstBurst is the burst and what the
+	// limit refilled over firstSpan.
+	firstSpan time.Duration
+	firstAt   time.Time
+	fellAt    time.Time // the last time the limit was seen to fall (zero: never)
 	// inexact is the headroom's cap while the limit is only bounded (not
 	// measured exactly): lfHeadroomInexact after a refusal, narrowing by
-	// lfInexactStep per lfInexactClean of clean cruise since inexactAt.
+	// lfInexactStep per lfInexactClean of clean cruise since inexactAt, up
+	// to lfInexactMax.
 	inexact   float64
 	inexactAt time.Time
 
@@ -238,6 +245,9 @@ func (f *limitFinder) delivered(now time.Time, n int) {
 	}
 	if f.share != nil {
 		f.share.add(now, n)
+	}
+	if f.firstAt.IsZero() {
+		f.firstAt = now
 	}
 	i := f.slotIdx(now)
 	s := &f.slots[uint64(i)%lfSlots]
@@ -495,6 +505,24 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		if f.firstBurst > 0 && !prevGate.IsZero() && !from.After(prevGate) && act >= lfMinActive && sec >= 0.97*f.rate {
 			if b := f.rate - f.firstBurst/act.Seconds(); b > 0 {
 				burstLo = max(math.Sqrt(b*f.rate), lfBurstFloor*f.rate)
+				// Both episodes emptied a full bucket: the first took the
+				// burst and firstSpan's refill, this one the burst and
+				// act's. Their difference is the limit over the
+				// difference of the spans, with no burst in it: a
+				// measure, if a rough one (a count or two off in a second
+				// is a few percent). It raises the guess above, never
+				// lowers it: a limit guessed low is cruised under until
+				// the next probe, tens of seconds away with a pause to
+				// pay, while one a little high is crossed by the cruise's
+				// creep (see tick) and measured again at the next
+				// refusal. Not where it is above the rate refused: a
+				// window API (what it took at first was a quota, not a
+				// burst) gives nonsense here.
+				if d := act - f.firstSpan; f.firstSpan > 0 && d >= lfMinActive {
+					if two := (float64(f.count(from, end)) - f.firstBurst) / d.Seconds(); two > burstLo && two < f.rate {
+						burstLo = two
+					}
+				}
 			}
 		}
 		switch {
@@ -507,6 +535,9 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			f.weak = true
 			if f.throts == 1 && prevEpisode.IsZero() {
 				f.firstBurst = float64(f.count(f.start, end))
+				if !f.firstAt.IsZero() && end.After(f.firstAt) {
+					f.firstSpan = end.Sub(f.firstAt)
+				}
 			}
 		case burstLo > 0:
 			lim = min(burstLo, m, f.rate)
@@ -681,7 +712,7 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	f.cleanSince = until
 	f.throts++
 	f.behaviour = BehaviourPenaltyBox
-	f.firstBurst = 0 // what it took before it shut was its window's quota, not a burst
+	f.firstBurst, f.firstSpan = 0, 0 // what it took before it shut was its window's quota, not a burst
 	f.probing = false
 	f.probeStep = lfProbeStep
 	f.weak = false
@@ -840,13 +871,13 @@ func (f *limitFinder) tick(now time.Time) bool {
 		f.rate = f.cruise()
 		return true
 	}
-	if !f.exact && f.src == From429 && f.inexact < lfHeadroom && !f.inexactAt.IsZero() && now.Sub(f.inexactAt) >= lfInexactClean {
+	if !f.exact && f.src == From429 && f.inexact < lfInexactMax && !f.inexactAt.IsZero() && now.Sub(f.inexactAt) >= lfInexactClean {
 		// A limit only bounded, cruised under without a refusal for a
 		// while: what was sustained shows the bound was not too high, so
 		// the cruise creeps up towards it. A refusal on the way sets it
 		// back (and measures again).
 		f.inexactAt = now
-		f.inexact = min(lfHeadroom, f.inexact+lfInexactStep)
+		f.inexact = min(lfInexactMax, f.inexact+lfInexactStep)
 		f.rate = f.cruise()
 		return true
 	}

@@ -151,6 +151,69 @@ func TestLimitFinderBurstBoundsTheLimit(t *testing.T) {
 	}
 }
 
+// A token bucket emptied twice from full, at start-up and after the first
+// wait, shows its limit in the difference of the two episodes, with no
+// burst in it: the first took burst + limit*t1, the second burst +
+// limit*t2. The finder takes that measure where it is above its guess
+// between the bounds (here a slow start: the first episode's refill makes
+// the burst bound loose and the guess low), and never where the first
+// episode was a window's quota rather than a burst.
+func TestLimitFinderTwoEpisodesMeasureATokenBucket(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		limit, bst     float64
+		start          float64 // the start-up rate
+		wantLo, wantHi float64
+	}{
+		// nginx (rate=50r/s burst=10) behind a start at 100/s: the
+		// burst bound alone guesses 49.3.
+		{"slow start", 50, 10, 100, 49.5, 51.5},
+		{"peak start", 50, 10, 200, 48.5, 51.5},
+		{"larger burst", 50, 20, 100, 49.6, 51.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testkit.NewClock(testkit.T0)
+			f := newLimitFinder(100, 1, 50, 1, clk.Now())
+			// Start-up at tc.start: refused once the burst and the refill
+			// are spent.
+			t1 := time.Duration(tc.bst / (tc.start - tc.limit) * float64(time.Second))
+			deliverAt(f, clk.Now(), clk.Add(t1), tc.start)
+			f.throttle(clk.Now(), clk.Now().Add(time.Second))
+			if !f.weak || f.firstSpan <= 0 {
+				t.Fatalf("first throttle: weak %v, first span %v; want a guess and the span measured", f.weak, f.firstSpan)
+			}
+			clk.Add(time.Second)
+			r := f.rate
+			t2 := time.Duration(tc.bst / (r - tc.limit) * float64(time.Second))
+			deliverAt(f, clk.Now(), clk.Add(t2), r)
+			f.throttle(clk.Now(), clk.Now().Add(time.Second))
+			t.Logf("first %.0f in %v, then %.1f/s for %v: limit %.2f (true %g)", f.firstBurst, f.firstSpan, r, t2, f.limit, tc.limit)
+			if f.limit < tc.wantLo || f.limit > tc.wantHi {
+				t.Errorf("limit %.2f, want within [%g, %g]", f.limit, tc.wantLo, tc.wantHi)
+			}
+			if f.rate > tc.limit {
+				t.Errorf("cruise %.2f over the true limit %g", f.rate, tc.limit)
+			}
+		})
+	}
+	t.Run("a window's quota is not a burst", func(t *testing.T) {
+		// HAProxy's 50 per second taken at 100/s at start-up: the
+		// difference of the episodes says ~10/s, nonsense; the guess
+		// between the bounds stands.
+		clk := testkit.NewClock(testkit.T0)
+		f := newLimitFinder(100, 1, 50, 1, clk.Now())
+		deliverAt(f, clk.Now(), clk.Add(480*time.Millisecond), 100)
+		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		clk.Add(time.Second)
+		r := f.rate
+		deliverAt(f, clk.Now(), clk.Add(time.Second), r)
+		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		if f.limit < lfBurstFloor*r-1e-9 {
+			t.Errorf("limit %.2f below %.2f (%.0f%% of the rate %.1f refused): the first episode read as a burst", f.limit, lfBurstFloor*r, 100*lfBurstFloor, r)
+		}
+	})
+}
+
 // A finder sharing a board that never answered (or stopped answering)
 // measures its own accepted rate: the board's stale counts would read as
 // nothing accepted and drive the limit to the floor.
@@ -334,8 +397,8 @@ func TestLimitFinderInexactCruiseCreepsUp(t *testing.T) {
 		deliverAt(f, clk.Now(), clk.Add(lfInexactClean), f.rate)
 		f.tick(clk.Now())
 	}
-	if got := f.rate / f.limit; math.Abs(got-lfHeadroom) > 1e-9 {
-		t.Errorf("after a minute of clean cruise: %.3f of the bound, want %.2f", got, lfHeadroom)
+	if got := f.rate / f.limit; math.Abs(got-lfInexactMax) > 1e-9 {
+		t.Errorf("after %v of clean cruise: %.3f of the bound, want %.2f", 6*lfInexactClean, got, lfInexactMax)
 	}
 	f.throttle(clk.Now(), clk.Now().Add(time.Second))
 	if got := f.rate / f.limit; got > lfHeadroomInexact+1e-9 && !f.exact {
