@@ -99,6 +99,22 @@ func (r Routes) Limits(s Shaping, destination string) RouteLimits {
 	return l
 }
 
+// highestRate is the highest rate any destination gets under s (zero if
+// one is unlimited): a cap above it never binds.
+func (r Routes) highestRate(s Shaping) Rate {
+	top := s.Rate // every destination not named
+	for name := range r.Destinations {
+		l := r.Limits(s, name)
+		if top.IsZero() || l.Rate.IsZero() {
+			return Rate{}
+		}
+		if l.Rate.PerSecond() > top.PerSecond() {
+			top = l.Rate
+		}
+	}
+	return top
+}
+
 func (v *validator) routes() {
 	r := v.c.Routes
 	if !r.Enabled() {

@@ -58,6 +58,7 @@ func TestRoutesRefused(t *testing.T) {
 		{"state_dir", "  peak: 100/s\n", "  peak: 100/s\n  state_dir: /tmp/x\n", "shaping.state_dir: not supported with routes: a destination's engine is built when it becomes active"},
 		{"global per_key", "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, key: hooks, rate: 50/s, per_key: {rate: 1/s}}\n", "shaping.global.per_key: not supported with routes: shaping.global already shares each destination's budget"},
 		{"per_key by the destination", "  peak: 100/s\n", "  peak: 100/s\n  per_key: {rate: 1/s, key: header:customer}\n", `shaping.per_key.key: "header:customer" is routes.by`},
+		{"a schedule above every route's rate", "  peak: 100/s\n", "  peak: 100/s\n  schedule: [{from: \"09:00\", until: \"17:00\", rate: 300/s}]\n", "shaping.schedule[0].rate: 300/s is above every destination's rate, the highest 200/s, so it never binds"},
 		{"a route's burst below the batch", "  max_active: 500\n", "  max_active: 500\nbatching: {size: 5}\n", "routes.destinations.tiny-blog.burst: 2 is below batching.size 5"},
 		{"placeholder without routes", "routes:\n  by: header:customer", "routes_off:\n  by: header:customer", ""},
 		{"negative bound", "max_active: 500", "max_active: -1", "routes.max_active: must be >= 0"},

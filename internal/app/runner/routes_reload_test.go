@@ -238,6 +238,30 @@ func TestRoutesQuotaOutlivesEngine(t *testing.T) {
 	}
 }
 
+// TestRoutesPerDestinationShapingRuns: what validate accepts with routes
+// runs: per_key, a quota and a schedule, each destination's engine built
+// with its own of each.
+func TestRoutesPerDestinationShapingRuns(t *testing.T) {
+	var logs syncBuffer
+	w, _, _, send := routedRunner(t, &logs, "10/s", "100/s", "    - {name: daily, limit: 1000/day}\n",
+		"    - {name: daily, limit: 1000/day}\n  per_key: {rate: 5/s, key: header:user}\n  schedule: [{days: daily, from: \"00:00\", until: \"24:00\", rate: 50/s}]\n")
+	send("big", "small") // routedRunner loaded the file: validate accepts it
+	w.routes.mu.Lock()
+	defer w.routes.mu.Unlock()
+	for _, dest := range []string{"big", "small"} {
+		b := w.routes.newest[dest]
+		if b == nil {
+			t.Fatalf("%s has no engine", dest)
+		}
+		if b.sh.PerKey == nil || b.sh.PerKey.Rate.PerSecond() != 5 || len(b.sh.Quotas) != 2 {
+			t.Errorf("%s's engine: per_key %+v, %d quota stages (want 5/s and 2: the quota and the schedule)", dest, b.sh.PerKey, len(b.sh.Quotas))
+		}
+	}
+	if w.routes.newest["big"].sh.Quotas[0] == w.routes.newest["small"].sh.Quotas[0] {
+		t.Error("big and small share one quota: want one each")
+	}
+}
+
 // keptQuota is dest's first quota limiter as the runner keeps it.
 func keptQuota(w *Runner, dest string) algorithms.Limiter {
 	w.routes.mu.Lock()
