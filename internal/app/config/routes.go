@@ -99,6 +99,22 @@ func (r Routes) Limits(s Shaping, destination string) RouteLimits {
 	return l
 }
 
+// highestRate is the highest rate any destination gets under s (zero if
+// one is unlimited): a cap above it never binds.
+func (r Routes) highestRate(s Shaping) Rate {
+	top := s.Rate // every destination not named
+	for name := range r.Destinations {
+		l := r.Limits(s, name)
+		if top.IsZero() || l.Rate.IsZero() {
+			return Rate{}
+		}
+		if l.Rate.PerSecond() > top.PerSecond() {
+			top = l.Rate
+		}
+	}
+	return top
+}
+
 func (v *validator) routes() {
 	r := v.c.Routes
 	if !r.Enabled() {
@@ -116,19 +132,31 @@ func (v *validator) routes() {
 		v.add("routes.by", "routes pace HTTP destinations: sink.type is %q (want http, or stdout to try a config)", t)
 	}
 	s := v.c.Shaping
-	for path, set := range map[string]bool{
-		"shaping.global.per_key": !s.Global.PerKey.Rate.IsZero(),
-		"shaping.state_dir":      s.StateDir != "",
-		"shaping.state_key":      s.StateKey != "",
-		"shaping.fairness":       s.Fairness.Enabled,
-		"shaping.priority":       len(s.Priority.Lanes) > 0,
-		"shaping.quotas":         len(s.Quotas) > 0,
-		"shaping.schedule":       len(s.Schedule) > 0,
-		"shaping.per_key":        !s.PerKey.Rate.IsZero(),
+	// Allowed with routes, each destination's engine getting its own:
+	// shaping.per_key, shaping.quotas and shaping.schedule (see
+	// routesSummary). Refused, each with what to do instead:
+	for _, f := range []struct {
+		path   string
+		set    bool
+		reason string
+	}{
+		{"shaping.global.per_key", !s.Global.PerKey.Rate.IsZero(),
+			"not supported with routes: shaping.global already shares each destination's budget across workers (under its key + \":<destination>\"); remove it, and use shaping.per_key for a per-key limit inside each destination (per worker)"},
+		{"shaping.state_dir", s.StateDir != "",
+			"not supported with routes: a destination's engine is built when it becomes active and closed when idle, so there is no one shaper state to keep; remove it (set shaping.start_empty so that a restart is no second burst for any destination)"},
+		{"shaping.state_key", s.StateKey != "",
+			"not supported with routes: a destination's engine is built when it becomes active and closed when idle, so there is no one shaper state to keep; remove it (set shaping.start_empty so that a restart is no second burst for any destination)"},
+		{"shaping.fairness", s.Fairness.Enabled,
+			"not supported with routes: routes already keep each destination's backlog apart (its own queue and limit); inside one destination a key at its share would hold back the hand-over of every destination. Remove it; use shaping.per_key to bound each key inside a destination"},
+		{"shaping.priority", len(s.Priority.Lanes) > 0,
+			"not supported with routes: inside one destination a lane at its share would hold back the hand-over of every destination. Remove it, or run a worker per priority (each with its own routes)"},
 	} {
-		if set {
-			v.add(path, "not supported with routes yet: each destination has its own engine; remove it or routes.by")
+		if f.set {
+			v.add(f.path, "%s", f.reason)
 		}
+	}
+	if !s.PerKey.Rate.IsZero() && s.PerKey.Key == r.By {
+		v.add("shaping.per_key.key", "%q is routes.by: every destination is one key, so per_key would only be a second rate; key per_key by something else (a header), or remove it", r.By)
 	}
 	for _, f := range []struct {
 		path string
@@ -156,6 +184,10 @@ func (v *validator) routes() {
 		l := r.Limits(s, name)
 		if !l.Peak.IsZero() && !l.Rate.IsZero() && l.Peak.PerSecond() < l.Rate.PerSecond() {
 			v.add(path+".peak", "peak %s is below its rate %s", l.Peak, l.Rate)
+		}
+		dest := Shaping{Rate: l.Rate, Burst: l.Burst}
+		if n := v.c.Batching.Size; n > dest.EffectiveBurst() && !l.Rate.IsZero() {
+			v.add(path+".burst", "%d is below batching.size %d: a batch could never be admitted (set burst: %d or more)", dest.EffectiveBurst(), n, n)
 		}
 	}
 }
@@ -191,6 +223,26 @@ func (c *Config) routesSummary(b *strings.Builder) {
 	}
 	if len(r.Destinations) > 0 {
 		b.WriteString("; every other destination at shaping's rate")
+	}
+	var each []string
+	if pk := c.Shaping.PerKey; !pk.Rate.IsZero() {
+		each = append(each, fmt.Sprintf("at most %s per %s", pk.Rate, pk.Key))
+	}
+	for _, q := range c.Shaping.Quotas {
+		quota := fmt.Sprintf("at most %s", q.Limit)
+		if q.Name != "" {
+			quota += fmt.Sprintf(" (quota %q)", q.Name)
+		}
+		each = append(each, quota)
+	}
+	if len(c.Shaping.Schedule) > 0 {
+		each = append(each, "shaping.schedule's rates as caps")
+	}
+	if len(each) > 0 {
+		fmt.Fprintf(b, "; each destination on its own also gets %s", strings.Join(each, ", "))
+		if len(c.Shaping.Quotas) > 0 {
+			b.WriteString(" (quotas counted per destination, not in total, and kept while it is closed for idleness)")
+		}
 	}
 	if g := c.Shaping.Global; !g.RedisURL.IsZero() {
 		fmt.Fprintf(b, "; every worker sharing Redis key %q shares each destination's budget (its rate, %s for those not named) under %q", g.Key, g.Rate, g.Key+":<destination>")

@@ -53,7 +53,13 @@ func TestRoutesRefused(t *testing.T) {
 		{"bad by", "by: header:customer", "by: subject", `routes.by: "subject": want "key" or "header:NAME"`},
 		{"peak below a route's rate", "big-shop: {rate: 200/s, burst: 40}", "big-shop: {rate: 200/s, peak: 150/s}", "routes.destinations.big-shop.peak: peak 150/s is below its rate 200/s"},
 		{"a name the URL cannot take", "tiny-blog: {rate: 2/s}", "tiny/blog: {rate: 2/s}", "routes.destinations.tiny/blog: not a name that can go into sink.http.url"},
-		{"quotas not yet", "  peak: 100/s\n", "  peak: 100/s\n  quotas: [{limit: 1000/day}]\n", "shaping.quotas: not supported with routes yet"},
+		{"fairness", "  peak: 100/s\n", "  peak: 100/s\n  fairness: {enabled: true}\n", "shaping.fairness: not supported with routes: routes already keep each destination's backlog apart"},
+		{"priority", "  peak: 100/s\n", "  peak: 100/s\n  priority: {header: prio, lanes: [{name: high}, {name: low}]}\n", "shaping.priority: not supported with routes"},
+		{"state_dir", "  peak: 100/s\n", "  peak: 100/s\n  state_dir: /tmp/x\n", "shaping.state_dir: not supported with routes: a destination's engine is built when it becomes active"},
+		{"global per_key", "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, key: hooks, rate: 50/s, per_key: {rate: 1/s}}\n", "shaping.global.per_key: not supported with routes: shaping.global already shares each destination's budget"},
+		{"per_key by the destination", "  peak: 100/s\n", "  peak: 100/s\n  per_key: {rate: 1/s, key: header:customer}\n", `shaping.per_key.key: "header:customer" is routes.by`},
+		{"a schedule above every route's rate", "  peak: 100/s\n", "  peak: 100/s\n  schedule: [{from: \"09:00\", until: \"17:00\", rate: 300/s}]\n", "shaping.schedule[0].rate: 300/s is above every destination's rate, the highest 200/s, so it never binds"},
+		{"a route's burst below the batch", "  max_active: 500\n", "  max_active: 500\nbatching: {size: 5}\n", "routes.destinations.tiny-blog.burst: 2 is below batching.size 5"},
 		{"placeholder without routes", "routes:\n  by: header:customer", "routes_off:\n  by: header:customer", ""},
 		{"negative bound", "max_active: 500", "max_active: -1", "routes.max_active: must be >= 0"},
 		{"sql sink", "  type: http\n  http:\n    url: https://{destination}.hooks.example.com/events", "  type: sql\n  sql: {driver: postgres, dsn: postgres://x@y/z, table: t}", `routes pace HTTP destinations: sink.type is "sql"`},
@@ -84,5 +90,22 @@ func TestRoutesWithGlobalSummary(t *testing.T) {
 	c := mustParse(t, strings.Replace(routesYAML, "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, key: hooks, rate: 50/s}\n", 1), nil)
 	if sum := c.Summary(); !strings.Contains(sum, `every worker sharing Redis key "hooks" shares each destination's budget (its rate, 50/s for those not named) under "hooks:<destination>"`) {
 		t.Errorf("summary:\n%s", sum)
+	}
+}
+
+// TestRoutesAllowPerDestinationShaping: per_key, quotas and schedule are
+// accepted with routes, each destination's engine getting its own, and
+// the summary says so.
+func TestRoutesAllowPerDestinationShaping(t *testing.T) {
+	text := strings.Replace(routesYAML, "  peak: 100/s\n", `  peak: 100/s
+  per_key: {rate: 5/s, key: header:user}
+  quotas: [{name: daily, limit: 10000/day}]
+  schedule: [{days: mon-fri, from: "09:00", until: "17:00", rate: 20/s}]
+`, 1)
+	c := mustParse(t, text, nil)
+	sum := c.Summary()
+	want := `each destination on its own also gets at most 5/s per header:user, at most 10000/day (quota "daily"), shaping.schedule's rates as caps (quotas counted per destination, not in total, and kept while it is closed for idleness)`
+	if !strings.Contains(sum, want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
 	}
 }

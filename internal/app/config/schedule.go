@@ -81,6 +81,10 @@ func (q Quota) CalendarPeriod() (algorithms.Period, bool) {
 
 func (v *validator) schedule() {
 	s := v.c.Shaping
+	top, topName := s.Rate, "shaping.rate"
+	if v.c.Routes.Enabled() {
+		top, topName = v.c.Routes.highestRate(s), "every destination's rate, the highest"
+	}
 	if _, err := s.Location(); err != nil {
 		v.add("shaping.timezone", "%q: unknown time zone (want an IANA name such as Europe/Berlin)", s.Timezone)
 	}
@@ -100,8 +104,8 @@ func (v *validator) schedule() {
 			switch {
 			case err != nil:
 				v.add(p+".rate", "%q: want a rate such as 50/s, or 0 to admit nothing", r.Rate)
-			case !s.Rate.IsZero() && rate.PerSecond() > s.Rate.PerSecond():
-				v.add(p+".rate", "%s is above shaping.rate %s, so it never binds (a schedule caps the rate; raise shaping.rate)", rate, s.Rate)
+			case !top.IsZero() && rate.PerSecond() > top.PerSecond():
+				v.add(p+".rate", "%s is above %s %s, so it never binds (a schedule caps the rate; raise shaping.rate)", rate, topName, top)
 			}
 		}
 	}

@@ -155,11 +155,8 @@ func Check(cfg *config.Config) config.Problems {
 	}
 	// Each named destination's engine, as run builds it.
 	for _, name := range slices.Sorted(maps.Keys(cfg.Routes.Destinations)) {
-		c := *cfg
-		l := c.Routes.Limits(c.Shaping, name)
-		c.Shaping.Rate, c.Shaping.Burst, c.Shaping.Peak = l.Rate, l.Burst, l.Peak
 		path := "routes.destinations." + name
-		if ec.Shaping, err = LocalShaping(c.Shaping, time.Now()); err == nil {
+		if ec.Shaping, err = LocalShaping(destinationShaping(cfg, name), time.Now()); err == nil {
 			_, err = pacer.New(ec)
 		}
 		if err != nil {

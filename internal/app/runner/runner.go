@@ -98,6 +98,7 @@ type Runner struct {
 	// routing is true while it runs; src and dl are its source and
 	// dead-letter destination, for /readyz.
 	router  *route.Router
+	routes  *routes // builds and reloads the Router's engines
 	routing atomic.Bool
 	src     pacer.Source
 	dl      pacer.DeadLetterer
@@ -325,10 +326,12 @@ func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
 		log.Error("pacer: reload failed; keeping the current settings", "config", path, "problems", err.Error())
 		return
 	}
-	if r.router != nil || cfg.Routes.Enabled() {
-		// Each destination's engine was built from the file as it was;
-		// the pauses and breakers above were cleared.
-		log.Warn("pacer: reload: with routes, shaping and routes apply after a restart; cleared every destination's pause and breaker")
+	if (r.router != nil) != cfg.Routes.Enabled() {
+		log.Warn("pacer: reload: turning routes on or off needs a restart; keeping the current settings", "changed", "routes.by")
+		return
+	}
+	if r.router != nil {
+		applied = r.reloadRoutes(cfg, log)
 		return
 	}
 	sh, err := LocalShaping(cfg.Shaping, time.Now())
@@ -351,19 +354,7 @@ func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
 	}
 	keepGlobal := r.reloadGlobal(cfg.Shaping.Global, log)
 	fairOK := r.reloadFairness(cfg.Shaping, log)
-	for _, f := range []struct {
-		name       string
-		old, fresh any
-	}{
-		{"source", r.cfg.Source, cfg.Source}, {"sink", r.cfg.Sink, cfg.Sink}, {"dead_letter", r.cfg.DeadLetter, cfg.DeadLetter},
-		{"retry", r.cfg.Retry, cfg.Retry}, {"batching", r.cfg.Batching, cfg.Batching}, {"admin", r.cfg.Admin, cfg.Admin},
-		{"shaping.queue_size", r.cfg.Shaping.QueueSize, cfg.Shaping.QueueSize}, {"shaping.queue_bytes", r.cfg.Shaping.QueueBytes, cfg.Shaping.QueueBytes}, {"shaping.max_in_flight", r.cfg.Shaping.MaxInFlight, cfg.Shaping.MaxInFlight},
-		{"shaping.adaptive", r.cfg.Shaping.Adaptive, cfg.Shaping.Adaptive},
-	} {
-		if !reflect.DeepEqual(f.old, f.fresh) {
-			log.Warn("pacer: reload: only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, fairness, priority) reloads; restart to apply", "changed", f.name)
-		}
-	}
+	warnRestart(r.cfg, cfg, log)
 	prev := r.cfg.Shaping
 	r.cfg.Shaping = cfg.Shaping
 	r.cfg.Shaping.Global = keepGlobal
@@ -374,6 +365,68 @@ func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
 	r.reloads++
 	applied = true
 	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
+}
+
+// restartOnly are the settings a reload cannot change, each named as the
+// config names it.
+func restartOnly(c *config.Config) []struct {
+	name string
+	v    any
+} {
+	return []struct {
+		name string
+		v    any
+	}{
+		{"source", c.Source}, {"sink", c.Sink}, {"dead_letter", c.DeadLetter},
+		{"retry", c.Retry}, {"batching", c.Batching}, {"admin", c.Admin},
+		{"shaping.queue_size", c.Shaping.QueueSize}, {"shaping.queue_bytes", c.Shaping.QueueBytes}, {"shaping.max_in_flight", c.Shaping.MaxInFlight},
+		{"shaping.adaptive", c.Shaping.Adaptive},
+		{"routes.by", c.Routes.By}, {"routes.max_active", c.Routes.MaxActive}, {"routes.idle_after", c.Routes.IdleAfter},
+		{"routes.hold_size", c.Routes.HoldSize}, {"routes.hold_per_destination", c.Routes.HoldPerDestination},
+	}
+}
+
+// warnRestart logs each setting of fresh that a reload cannot apply and
+// that differs from old's.
+func warnRestart(old, fresh *config.Config, log *slog.Logger) {
+	what := "only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, fairness, priority) reloads; restart to apply"
+	if old.Routes.Enabled() {
+		what = "with routes, only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, global rate and burst) and routes.destinations reload; restart to apply"
+	}
+	was, is := restartOnly(old), restartOnly(fresh)
+	for i := range was {
+		if !reflect.DeepEqual(was[i].v, is[i].v) {
+			log.Warn("pacer: reload: "+what, "changed", was[i].name)
+		}
+	}
+}
+
+// reloadRoutes applies a reloaded config to the Router: shaping and
+// routes.destinations become the settings of every destination opened from
+// now on and of the running engines whose settings they change (see
+// routes.reload); shaping.global's rate and burst apply too, the rest of
+// it after a restart. It reports whether the reload applied.
+func (r *Runner) reloadRoutes(cfg *config.Config, log *slog.Logger) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	global := cfg.Shaping.Global
+	if cur := r.cfg.Shaping.Global; !reflect.DeepEqual(global, cur) {
+		same := func(a config.Global) config.Global {
+			a.Rate, a.Burst = config.Rate{}, 0
+			return a
+		}
+		if !reflect.DeepEqual(same(global), same(cur)) {
+			log.Warn("pacer: reload: shaping.global changed beyond rate and burst; it takes effect after a restart")
+			global = cur
+		}
+	}
+	warnRestart(r.cfg, cfg, log)
+	n := r.routes.reload(cfg, global, r.router.Each, time.Now())
+	r.cfg.Shaping = reloadable(r.cfg.Shaping, cfg.Shaping, global)
+	r.cfg.Routes.Destinations = cfg.Routes.Destinations
+	r.reloads++
+	log.Info("pacer: reloaded shaping and routes.destinations", "engines_reloaded", n, "destinations", len(cfg.Routes.Destinations))
+	return true
 }
 
 // reloadFairness applies reloaded shaping.fairness and shaping.priority to
