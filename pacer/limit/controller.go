@@ -414,6 +414,9 @@ func (c *Controller) observeAuto(now time.Time, throttled, refused bool, rl *Rat
 		f.gated(gateFrom, gateEnd)
 	}
 	f.delivered(now, delivered)
+	if delivered > 0 {
+		f.lat = latency // an accepted answer's: a refusal often comes back sooner
+	}
 	changed := false
 	cause := ""
 	if rl != nil && !c.cfg.IgnoreRateLimitHeaders && rl.Remaining >= 0 {

@@ -67,6 +67,8 @@ const (
 	lfPenaltyQuiet    = 60 * time.Millisecond  // refused everything (5 or more) for this long: a penalty box
 	lfProbeLen        = time.Second
 	lfProbeLong       = 4 * time.Second  // the longest probe (one the burst would hide otherwise)
+	lfProbeOver       = 1.25             // a probe's excess passes by this much more than a burst could hide
+	lfProbePass       = 0.5              // a probe passes when at least this share of its step was accepted
 	lfProbeFirst      = 15 * time.Second // first probe after a throttle
 	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
 	lfProbeCheap      = 5 * time.Second  // first probe over a limit measured exactly, without a pause
@@ -77,6 +79,7 @@ const (
 	lfInexactStep     = 0.01             // by this,
 	lfInexactMax      = 0.97             // up to this (a bound is a few percent off either way)
 	lfFell            = 0.8              // a refusal that takes the limit under this share of it: the limit fell
+	lfStillExact      = 0.95             // a measure this close under an exact limit keeps it exact
 	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeFirst for this long
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
@@ -133,8 +136,9 @@ type limitFinder struct {
 	start        time.Time
 	lastThrottle time.Time
 	lastEpisode  time.Time
-	guard        time.Time // throttles before this belong to the last episode
-	lastGateEnd  time.Time // the last episode's gate end
+	guard        time.Time     // throttles before this belong to the last episode
+	lastGateEnd  time.Time     // the last episode's gate end
+	lastGateLen  time.Duration // and how long that gate was (0: no wait)
 
 	slots  [lfSlots]lfSlotCount
 	gates  []lfSpan // recent gated spans (no admission)
@@ -144,6 +148,7 @@ type limitFinder struct {
 	probeStart time.Time
 	probeRate  float64
 	probeLen   time.Duration
+	probeSaved float64 // what the downstream's bucket may have saved before the probe (exact limits)
 	nextProbe  time.Time
 	probeEvery time.Duration
 
@@ -173,18 +178,19 @@ type limitFinder struct {
 	inexact   float64
 	inexactAt time.Time
 
-	headroom   float64   // cruise at this share of the limit (follows the refusals seen)
-	exact      bool      // the limit was measured exactly (a saturated span, a penalty box's quota)
-	cleanSince time.Time // cruising without a refusal since (narrows the headroom)
-	probeStep  float64   // the next probe's step over the limit
-	satStart   time.Time // the current span of refusals at most lfSatGap apart, ungated
-	satN       int       // refusals in it
-	behaviour  Behaviour // how the downstream was seen to limit
-	header     string    // the rate-limit header it advertises its budget in ("" none)
-	shared     bool      // another client spends the same advertised budget
-	penalties  int       // penalty-box holds in a row
-	boxUntil   time.Time // the last penalty-box hold's end
-	hold       time.Time // a hold the controller must raise as a gate (zero: none)
+	headroom   float64       // cruise at this share of the limit (follows the refusals seen)
+	exact      bool          // the limit was measured exactly (a saturated span, a penalty box's quota)
+	cleanSince time.Time     // cruising without a refusal since (narrows the headroom)
+	probeStep  float64       // the next probe's step over the limit
+	satStart   time.Time     // the current span of refusals at most lfSatGap apart, ungated
+	satN       int           // refusals in it
+	lat        time.Duration // the last accepted answer's latency: answers within it of a moment were to requests sent before it
+	behaviour  Behaviour     // how the downstream was seen to limit
+	header     string        // the rate-limit header it advertises its budget in ("" none)
+	shared     bool          // another client spends the same advertised budget
+	penalties  int           // penalty-box holds in a row
+	boxUntil   time.Time     // the last penalty-box hold's end
+	hold       time.Time     // a hold the controller must raise as a gate (zero: none)
 	holdCause  string
 }
 
@@ -402,7 +408,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	}
 	f.throts++
 	f.guard = maxTime(gateEnd, now.Add(lfEpisode))
-	prevGate := f.lastGateEnd
+	prevGate, prevGateLen := f.lastGateEnd, f.lastGateLen
 	prevEpisode := f.lastEpisode
 	f.lastEpisode = now
 	if !prevEpisode.IsZero() && now.Sub(prevEpisode) > 2*lfCycle {
@@ -410,7 +416,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	} else if prevEpisode.IsZero() {
 		f.afterClean = false
 	}
-	f.lastGateEnd = maxTime(gateEnd, now)
+	f.lastGateEnd, f.lastGateLen = maxTime(gateEnd, now), max(gateEnd.Sub(now), 0)
 	// Refused while cruising under a limit it had held for a while: the
 	// cruise was too close to it (the burst after a wait, another
 	// client): the headroom widens.
@@ -494,16 +500,18 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			sec = float64(f.count(end.Add(-time.Second), end))
 		}
 		// Sending at the rate from the end of a wait until this throttle,
-		// the downstream took what its burst held (at most firstBurst) and
-		// what it refilled: over act, rate*act <= burst + limit*act, so the
-		// limit is at least rate - firstBurst/act, and below the rate it
-		// refused. Taken between the two (and at most 15% down), a token
+		// the downstream took what its burst held (at most firstBurst, and
+		// no more than the wait refilled at the rate: nothing after a
+		// refusal without one) and what it refilled: over act, rate*act <=
+		// held + limit*act, so the limit is at least rate - held/act, and
+		// below the rate it refused. Taken between the two (and at most 15% down), a token
 		// bucket's limit is found in one or two throttles, not 5% per
 		// throttle. Not where the last second shows a quota (a window API:
 		// sec below the rate is the better measure).
 		burstLo := 0.0
-		if f.firstBurst > 0 && !prevGate.IsZero() && !from.After(prevGate) && act >= lfMinActive && sec >= 0.97*f.rate {
-			if b := f.rate - f.firstBurst/act.Seconds(); b > 0 {
+		held := min(f.firstBurst, f.rate*prevGateLen.Seconds())
+		if held > 0 && !prevGate.IsZero() && !from.After(prevGate) && act >= lfMinActive && sec >= 0.97*f.rate {
+			if b := f.rate - held/act.Seconds(); b > 0 {
 				burstLo = max(math.Sqrt(b*f.rate), lfBurstFloor*f.rate)
 				// Both episodes emptied a full bucket: the first took the
 				// burst and firstSpan's refill, this one the burst and
@@ -518,7 +526,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				// refusal. Not where it is above the rate refused: a
 				// window API (what it took at first was a quota, not a
 				// burst) gives nonsense here.
-				if d := act - f.firstSpan; f.firstSpan > 0 && d >= lfMinActive {
+				if d := act - f.firstSpan; held == f.firstBurst && f.firstSpan > 0 && d >= lfMinActive {
 					if two := (float64(f.count(from, end)) - f.firstBurst) / d.Seconds(); two > burstLo && two < f.rate {
 						burstLo = two
 					}
@@ -550,6 +558,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			// half off: a few such throttles still find a limit that fell
 			// by ten, and an outage's first seconds do not read as one.
 			lim = max(lim, lfShortCut*f.rate)
+		}
+		// Refused while cruising under a limit measured exactly, and this
+		// measure agrees with it to within a count's noise: the limit is
+		// still known as exactly (the cruise was a little over it; the
+		// headroom above widened), not only bounded.
+		if f.exact && f.limit > 0 && lim >= lfStillExact*f.limit && lim <= f.limit {
+			exact = true
 		}
 	}
 	if !wasProbing && !wasWeak && f.limit > 0 && lim < lfFell*f.limit {
@@ -651,13 +666,19 @@ func (f *limitFinder) queued(now time.Time) bool {
 // refusals at most lfSatGap apart for at least lfSatMin, no gate among
 // them, and something accepted: a downstream that refused the excess all
 // along accepted exactly what it refills.
+//
+// Counts are of answers, and the answers of the span's first latency were
+// to requests sent before it (at the rate before the refusals, the
+// start-up's peak at first): the span is counted from one latency after
+// its first refusal.
 func (f *limitFinder) saturated(now time.Time) float64 {
 	end := f.evidenceEnd(now)
-	span := end.Sub(f.satStart)
-	if f.satStart.IsZero() || span < lfSatMin || f.satN < 2 || f.active(f.satStart, end) < span {
+	from := f.satStart.Add(f.lat)
+	span := end.Sub(from)
+	if f.satStart.IsZero() || span < lfSatMin || f.satN < 2 || f.active(from, end) < span {
 		return 0
 	}
-	return float64(f.count(f.satStart, end)) / span.Seconds()
+	return float64(f.count(from, end)) / span.Seconds()
 }
 
 // penaltyBox recognises a downstream that counts the requests it refuses
@@ -672,14 +693,16 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	// refusing while we sent (no Retry-After, or one shorter than the
 	// gaps). With a Retry-After the wait clears such a box as it clears a
 	// bucket: the usual measures apply.
-	span := end.Sub(f.satStart)
-	if span < lfPenaltyQuiet || f.satN < 5 || f.active(f.satStart, end) < lfPenaltyQuiet || f.count(f.satStart, end)*10 > int64(f.satN) {
+	// The answers of the span's first latency were to requests sent
+	// before it shut: not counted.
+	from := f.satStart.Add(f.lat)
+	if end.Sub(from) < lfPenaltyQuiet || f.satN < 5 || f.active(from, end) < lfPenaltyQuiet || f.count(from, end)*10 > int64(f.satN) {
 		return false
 	}
 	// What it accepted in the window before it shut: its quota (HAProxy's
 	// rate over one second); at start-up, what it took before it shut,
 	// counted as that window's.
-	boxStart := f.satStart
+	boxStart := from // the answers to what was sent before it shut
 	var est float64
 	exact := false
 	if a := f.active(boxStart.Add(-lfPenaltyWindow), boxStart); a >= lfSecActive {
@@ -708,7 +731,7 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	f.hold, f.holdCause = until, "penalty box: the downstream counts refused requests; holding "+hold.String()+" for its window to clear"
 	f.boxUntil = until.Add(lfEpisode)
 	f.guard = f.boxUntil
-	f.lastEpisode, f.lastGateEnd = now, until
+	f.lastEpisode, f.lastGateEnd, f.lastGateLen = now, until, until.Sub(now)
 	f.cleanSince = until
 	f.throts++
 	f.behaviour = BehaviourPenaltyBox
@@ -844,9 +867,10 @@ func (f *limitFinder) tick(now time.Time) bool {
 			return false
 		}
 		f.probing = false
-		got := float64(f.count(f.probeStart, end)) / end.Sub(f.probeStart).Seconds()
-		if got >= 0.9*f.probeRate {
-			// Accepted all of it: the limit is at least that; the next
+		// What the bucket saved before the probe is not the limit's.
+		got := (float64(f.count(f.probeStart, end)) - f.probeSaved) / end.Sub(f.probeStart).Seconds()
+		if got >= f.limit+lfProbePass*(f.probeRate-f.limit) {
+			// Accepted (most of) it: the limit is at least that; the next
 			// probe, a second later, takes a step twice as long.
 			f.limit = max(f.limit, got)
 			if f.upper > 0 && f.limit >= f.upper {
@@ -854,6 +878,12 @@ func (f *limitFinder) tick(now time.Time) bool {
 			}
 			f.probeEvery = lfProbeFirst
 			f.passes++
+			f.probeStep = min(2*f.probeStep, lfProbeStepMax)
+			f.nextProbe = now.Add(lfProbeLen)
+		} else if raw := got + f.probeSaved/end.Sub(f.probeStart).Seconds(); raw >= f.limit+lfProbePass*(f.probeRate-f.limit) {
+			// Accepted, but no more than the bucket may have saved: no
+			// evidence either way; the next probe, soon, takes a step
+			// twice as long.
 			f.probeStep = min(2*f.probeStep, lfProbeStepMax)
 			f.nextProbe = now.Add(lfProbeLen)
 		} else {
@@ -900,9 +930,22 @@ func (f *limitFinder) tick(now time.Time) bool {
 	// limit that rose is found in a few probes. Over a limit only bounded,
 	// a step a downstream's burst would not hide. Never above halfway to a
 	// rate refused.
+	// What a bucket behind the limit could have saved since it was last
+	// empty (the last refusal), cruising under a limit measured exactly:
+	// the probe's excess must spend more than that before a pass proves
+	// anything (Stripe's 50-request bucket hides a 10% step for a second
+	// after five at 98%). The step is at least what spends it within the
+	// longest probe.
+	f.probeSaved = 0
+	if f.exact && !f.lastThrottle.IsZero() {
+		f.probeSaved = max(f.limit-f.rate, 0) * now.Sub(f.lastThrottle).Seconds()
+		if f.firstBurst > 0 {
+			f.probeSaved = min(f.probeSaved, f.firstBurst)
+		}
+	}
 	step := lfProbeGain - 1
 	if f.exact {
-		step = f.probeStep
+		step = min(max(f.probeStep, lfProbeOver*f.probeSaved/((1-lfProbePass)*lfProbeLong.Seconds()*f.limit)), lfProbeStepMax)
 	}
 	f.probeRate = f.clamp(f.limit * (1 + step))
 	if f.upper > f.limit {
@@ -910,12 +953,19 @@ func (f *limitFinder) tick(now time.Time) bool {
 	}
 	f.rate = f.probeRate
 	// Long enough that the downstream's burst (what it took before its
-	// first refusal bounds it) cannot hide the step: a probe that passes
-	// proves a higher limit, one the burst hid would raise it wrongly
-	// and cost a refusal later.
+	// first refusal bounds it, or what it saved since) cannot hide the
+	// step: a probe that passes proves a higher limit, one the burst hid
+	// would raise it wrongly and cost a refusal later.
 	f.probeLen = lfProbeLen
-	if ex := f.probeRate - f.limit; ex > 0 && f.firstBurst > 0 && !f.exact {
-		f.probeLen = min(max(lfProbeLen, time.Duration(f.firstBurst/ex*float64(time.Second))), lfProbeLong)
+	if ex := f.probeRate - f.limit; ex > 0 {
+		// Over a limit only bounded, what the burst holds is spent once;
+		// over an exact one, the excess must pass the savings by a margin
+		// (a pass needs lfProbePass of the step beyond them).
+		hide := f.firstBurst
+		if f.exact {
+			hide = lfProbeOver * f.probeSaved / (1 - lfProbePass)
+		}
+		f.probeLen = min(max(lfProbeLen, time.Duration(hide/ex*float64(time.Second))), lfProbeLong)
 	}
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(f.probeLen)})
 	return true

@@ -405,3 +405,138 @@ func TestLimitFinderInexactCruiseCreepsUp(t *testing.T) {
 		t.Errorf("after a refusal: %.3f of the bound, want %.2f again", got, lfHeadroomInexact)
 	}
 }
+
+// A penalty box behind 40 ms of latency: the answers to what was sent
+// before it shut keep coming back accepted for one latency after the
+// first 429. They are not what it accepted while shut: it is still
+// recognised, and its quota read from the window before it shut (before,
+// the in-flight answers hid it and the saturated span read 7/s as the
+// limit, measured exactly).
+func TestLimitFinderPenaltyBoxBehindLatency(t *testing.T) {
+	const lat = 40 * time.Millisecond
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
+	f.lat = lat
+	// 200/s were in flight when it shut: 8 come back accepted over the
+	// first latency, among the 429s (one every 5 ms).
+	for i := range 30 {
+		if i < 8 {
+			f.delivered(clk.Now(), 1)
+		}
+		f.refusal(clk.Now(), time.Time{}, true)
+		clk.Add(5 * time.Millisecond)
+	}
+	if f.behaviour != BehaviourPenaltyBox {
+		t.Fatalf("behaviour %v, limit %.1f: want penalty-box recognised", f.behaviour, f.limit)
+	}
+	if f.limit < 48 || f.limit > 60 {
+		t.Errorf("limit %.1f, want the quota it showed before it shut (~50)", f.limit)
+	}
+	f.lat = 0
+	t.Run("without the latency it is not recognised", func(t *testing.T) {
+		// The same answers, but the finder told they came at once: the
+		// check must depend on the latency for the test to mean anything.
+		clk := testkit.NewClock(testkit.T0)
+		f := newLimitFinder(100, 1, 50, 1, clk.Now())
+		deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
+		for i := range 30 {
+			if i < 8 {
+				f.delivered(clk.Now(), 1)
+			}
+			f.refusal(clk.Now(), time.Time{}, true)
+			clk.Add(5 * time.Millisecond)
+		}
+		if f.behaviour == BehaviourPenaltyBox {
+			t.Errorf("recognised without the latency: the test does not exercise it")
+		}
+	})
+}
+
+// A refusal that follows the last without a wait (no Retry-After): the
+// bucket behind was empty at the last one, so the burst it showed at
+// start-up bounds nothing now; what it accepted since is the measure
+// (before, Stripe's 50-request bucket took a limit of 51.3/s, measured
+// exactly, down to 42.8/s at the next refusal).
+func TestLimitFinderNoBurstBoundWithoutAWait(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	// Start-up: 63 accepted in 330 ms (a bucket of 50 and its refill).
+	deliverAt(f, clk.Now(), clk.Add(330*time.Millisecond), 190)
+	f.throttle(clk.Now(), time.Time{})
+	if f.firstBurst < 50 {
+		t.Fatalf("first burst %.0f, want the start-up's", f.firstBurst)
+	}
+	// Cruising just over the limit (50.3/s against 50) for 3 s, then
+	// refused once, no Retry-After.
+	f.rate = 50.3
+	deliverAt(f, clk.Now(), clk.Add(3*time.Second), 50)
+	f.throttle(clk.Now(), time.Time{})
+	if f.limit < 48.5 {
+		t.Errorf("limit %.1f after 3 s accepted at 50/s with no wait before: want ~50 (the start-up's burst read as one)", f.limit)
+	}
+}
+
+// A refusal while cruising under a limit measured exactly, whose measure
+// agrees with it to within a few percent: the limit stays exact and is
+// cruised at the headroom, not at the 95% of a bound.
+func TestLimitFinderStaysExactWhenTheMeasureAgrees(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	f.limit, f.exact, f.src, f.rate = 51.5, true, From429, 50.5
+	f.lastEpisode, f.lastGateEnd, f.cleanSince = clk.Now(), clk.Now(), clk.Now()
+	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 50)
+	f.throttle(clk.Now(), time.Time{})
+	if !f.exact {
+		t.Errorf("limit %.1f no longer exact after a measure of it within 5%%", f.limit)
+	}
+	if f.rate < 0.97*f.limit {
+		t.Errorf("cruise %.1f of a limit %.1f: want the headroom's share, not a bound's", f.rate, f.limit)
+	}
+	// A measure well under it (the limit fell) is only a bound.
+	deliverAt(f, clk.Now(), clk.Add(3*time.Second), 30)
+	clk.Add(10 * time.Second)
+	deliverAt(f, clk.Now(), clk.Add(3*time.Second), 30)
+	f.throttle(clk.Now(), time.Time{})
+	if f.exact && f.limit < 45 {
+		t.Errorf("limit %.1f after a fall still exact", f.limit)
+	}
+}
+
+// Cruising at 98% of a limit measured exactly, a bucket behind it saves
+// the 2% it leaves: a probe must spend more than that before a pass proves
+// anything. A probe the savings would hide runs long enough (or steps far
+// enough) to spend them, and one whose accepted excess they explain does
+// not raise the limit (before, Stripe's bucket of 50 let a 10% step pass
+// for its one second and the climb after it cost a run of 429s).
+func TestLimitFinderProbeOutlastsTheSavings(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	f.firstBurst = 60
+	f.limit, f.exact, f.src, f.rate = 50, true, From429, 49
+	f.lastThrottle, f.lastEpisode, f.lastGateEnd, f.cleanSince = clk.Now(), clk.Now(), clk.Now(), clk.Now()
+	f.nextProbe = clk.Now().Add(20 * time.Second)
+	deliverAt(f, clk.Now(), clk.Add(20*time.Second), 49)
+	if !f.tick(clk.Now()) || !f.probing {
+		t.Fatal("no probe 20 s after the last refusal")
+	}
+	saved := 20.0 // 1/s for 20 s
+	if f.probeSaved < saved-0.5 {
+		t.Errorf("savings %.1f, want ~%.0f", f.probeSaved, saved)
+	}
+	ex := f.probeRate - f.limit
+	if ex*f.probeLen.Seconds()*(1-lfProbePass) < saved {
+		t.Errorf("probe %.1f/s for %v: its excess %.0f cannot pass the %.0f saved", f.probeRate, f.probeLen, ex*f.probeLen.Seconds(), saved)
+	}
+	// The API (a bucket of 60 at 50/s) takes the whole probe: the
+	// savings and the excess are both within what it holds. No pass.
+	limit := f.limit
+	start := clk.Now()
+	taken := min(f.probeRate, 50+saved/f.probeLen.Seconds())
+	deliverAt(f, start, clk.Add(f.probeLen), taken)
+	clk.Add(10 * time.Millisecond)
+	f.tick(clk.Now())
+	if f.probing || f.limit != limit {
+		t.Errorf("after a probe its savings explain: probing %v, limit %.1f (was %.1f); want it ended, the limit kept", f.probing, f.limit, limit)
+	}
+}
