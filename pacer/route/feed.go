@@ -203,19 +203,28 @@ func (r *Router) moveHeld() {
 // (to make room under MaxActive).
 func (r *Router) closeIdle(now time.Time, atLeast int) {
 	r.mu.Lock()
-	var idle []*lane
-	for d, l := range r.lanes {
+	var idle, empty []*lane
+	for _, l := range r.lanes {
 		switch {
 		case l.eng == nil && !l.opening && len(l.held) == 0:
-			// Made by a hand-over that has not held its message yet, or
-			// that gave up (its context ended): it retries on a new lane.
-			l.closed = true
-			delete(r.lanes, d)
+			empty = append(empty, l)
 		case l.eng != nil && l.ready && !l.closed && l.idle():
 			idle = append(idle, l)
 		}
 	}
 	r.mu.Unlock()
+	for _, l := range empty {
+		// Made by a hand-over that has not held its message yet, or that
+		// gave up (its context ended): it retries on a new lane.
+		l.mu.Lock()
+		r.mu.Lock()
+		if l.eng == nil && !l.opening && len(l.held) == 0 && r.lanes[l.dest] == l {
+			l.closed = true
+			delete(r.lanes, l.dest)
+		}
+		r.mu.Unlock()
+		l.mu.Unlock()
+	}
 	sort.Slice(idle, func(i, j int) bool { return idle[i].lastActive.Load() < idle[j].lastActive.Load() })
 	closed := 0
 	for _, l := range idle {

@@ -298,11 +298,13 @@ func (r *Router) Run(ctx context.Context) error {
 		cancelEngines() // each engine stops and gives back what it holds
 	}
 	r.engines.Wait()
-	r.mu.Lock()
 	for _, l := range lanes {
+		l.mu.Lock()
+		r.mu.Lock()
 		r.handBackHeld(l)
+		r.mu.Unlock()
+		l.mu.Unlock()
 	}
-	r.mu.Unlock()
 
 	if err := r.fatalErr(); err != nil {
 		return err
