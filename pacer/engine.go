@@ -171,6 +171,9 @@ func New(cfg Config) (*Engine, error) {
 	if b, ok := e.sh.Bucket(now); ok {
 		rate = b.Rate
 	}
+	// The hooks first: a controller that starts from a learned limit
+	// (Adaptive.Learned) moves the rate, and the rate hooks hear it.
+	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.ctrl = limit.New(cfg.Adaptive, limit.Params{
 		Rate:        rate,
 		Burst:       cfg.Burst,
@@ -182,7 +185,6 @@ func New(cfg Config) (*Engine, error) {
 		Log:         e.log,
 		Sending:     func() int { return int(e.stats.sending.Load()) },
 	}, now)
-	e.hooks = newHookSet(cfg.Hooks, e.Status)
 	e.timing.enqueue = cfg.Adaptive.Mode == AdaptivePID
 	e.timing.delivery = cfg.Adaptive.Mode != AdaptiveOff
 	e.pause.src = cfg.Source

@@ -163,6 +163,25 @@ func (e *Engine) Status() Status {
 	return s
 }
 
+// LearnedLimit is what an engine's adaptive controller learned about its
+// downstream's limit, as a value (limit.Learned): Engine.Learned takes it,
+// and a new engine for the same downstream starts from it through
+// Config.Adaptive.Learned.
+type LearnedLimit = limit.Learned
+
+// DefaultLearnedMaxAge is Adaptive.LearnedMaxAge's default
+// (limit.DefaultLearnedMaxAge).
+const DefaultLearnedMaxAge = limit.DefaultLearnedMaxAge
+
+// Learned is what the engine's adaptive controller has learned about the
+// downstream's limit now: the limit (0: nothing learned, or no limit
+// finder: modes off and aimd), where it comes from, how the downstream
+// limits, the burst in force, the last throttle, and the time it was taken
+// (At, the engine's clock). Safe from any goroutine, before, during and
+// after Run. Hand it to the next engine for the same downstream as
+// Config.Adaptive.Learned to start from it.
+func (e *Engine) Learned() LearnedLimit { return e.ctrl.Snapshot(e.clock.Now()) }
+
 // LimitSource says where the engine's idea of the downstream's limit comes
 // from (limit.Source).
 type LimitSource = limit.Source

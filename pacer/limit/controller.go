@@ -105,7 +105,9 @@ type Params struct {
 	Sending func() int
 }
 
-// New builds a Controller at now.
+// New builds a Controller at now, starting from cfg.Learned when it is
+// usable (see startFromLearned): the bucket then gets the learned rate and
+// burst before New returns.
 func New(cfg Config, p Params, now time.Time) *Controller {
 	c := &Controller{cfg: cfg, inFlight: p.MaxInFlight, burst: p.Burst, minBurst: p.Batch, maxPause: p.MaxPause}
 	c.group = p.Group
@@ -120,6 +122,9 @@ func New(cfg Config, p Params, now time.Time) *Controller {
 		c.qs = newQueueSignal(p.MaxInFlight)
 	}
 	c.setCeiling(p.Rate, now)
+	c.mu.Lock()
+	c.startFromLearned(now)
+	c.mu.Unlock()
 	return c
 }
 

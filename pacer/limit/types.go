@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
@@ -61,6 +62,18 @@ type Config struct {
 	NoDefaults bool
 	// IgnoreRateLimitHeaders disables pacing to RateLimit-Remaining/Reset.
 	IgnoreRateLimitHeaders bool
+	// Learned, if it holds a limit learned earlier for the same downstream
+	// (Controller.Snapshot of a controller that ended), is where the limit
+	// finder starts (modes Auto and PID): it cruises under that limit,
+	// never above the configured rate, and probes above it as after a
+	// throttle, instead of starting at the configured rate. Ignored when
+	// older than LearnedMaxAge, and with a shared limit (the board holds
+	// the group's). Zero: start from the configured rate.
+	Learned Learned
+	// LearnedMaxAge is how old Learned may be (measured from Learned.At to
+	// the controller's start) and still be started from; 0:
+	// DefaultLearnedMaxAge; negative: any age.
+	LearnedMaxAge time.Duration
 }
 
 // SetDefaults fills c's zero fields (Interval, Decrease, the PID gains
@@ -89,6 +102,9 @@ func (c *Config) Validate(hasRate bool) error {
 	}
 	if c.Decrease <= 0 || c.Decrease >= 1 {
 		return fmt.Errorf("Adaptive.Decrease %g (want 0 < d < 1)", c.Decrease)
+	}
+	if l := c.Learned.Limit; l < 0 || math.IsNaN(l) || math.IsInf(l, 0) {
+		return fmt.Errorf("Adaptive.Learned.Limit %g (want a finite rate >= 0)", l)
 	}
 	if c.Floor != (algorithms.Rate{}) {
 		if err := c.Floor.Validate(); err != nil {

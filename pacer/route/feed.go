@@ -28,7 +28,11 @@ func (r *Router) feed(ctx context.Context, stop context.CancelFunc) {
 			return
 		case <-r.kick:
 		case <-t.C():
-			r.closeIdle(r.cfg.Clock.Now(), 0)
+			now := r.cfg.Clock.Now()
+			r.closeIdle(now, 0)
+			r.mu.Lock()
+			r.learned.expire(now)
+			r.mu.Unlock()
 			t.Reset(tick)
 		}
 		if err := r.openWaiting(); err != nil {
@@ -84,11 +88,22 @@ func (r *Router) openWaiting() error {
 	return nil
 }
 
-// open builds l's engine and runs it.
+// open builds l's engine, starting from what its last engine learned
+// when that is remembered, and runs it; once the engine ends, what it
+// learned is remembered.
 func (r *Router) open(l *lane) error {
 	cfg, err := r.cfg.Engine(l.dest)
 	if err != nil {
 		return fmt.Errorf("route: destination %q: %w", l.dest, err)
+	}
+	now := r.cfg.Clock.Now()
+	r.mu.Lock()
+	learned, fromLearned := r.learned.take(l.dest, now)
+	r.mu.Unlock()
+	if fromLearned && cfg.Adaptive.Learned.Limit == 0 {
+		cfg.Adaptive.Learned, cfg.Adaptive.LearnedMaxAge = learned, r.cfg.LearnedMaxAge
+	} else {
+		fromLearned = false // nothing remembered, or Engine gave its own
 	}
 	if cfg.Fairness != nil || cfg.Priority != nil {
 		err = errors.New("fairness and priority inside one destination are not supported")
@@ -106,6 +121,12 @@ func (r *Router) open(l *lane) error {
 		}
 		return fmt.Errorf("route: destination %q: %w", l.dest, err)
 	}
+	if start := eng.Learned(); fromLearned && start.Limit > 0 {
+		r.log.Info("route: destination opened at its remembered limit", "destination", l.dest,
+			"limit", start.Limit, "source", start.Source.String(), "age", now.Sub(learned.At).String())
+	} else {
+		r.log.Debug("route: destination opened", "destination", l.dest)
+	}
 	r.mu.Lock()
 	l.eng = eng
 	l.opening = false
@@ -122,7 +143,9 @@ func (r *Router) open(l *lane) error {
 			r.cfg.Release(l.dest, cfg)
 		}
 		final := eng.Status()
+		learned := eng.Learned()
 		r.mu.Lock()
+		r.learned.remember(l.dest, learned, r.cfg.Clock.Now())
 		r.active--
 		t := r.stats.ended[l.group]
 		t.add(final)
@@ -180,19 +203,28 @@ func (r *Router) moveHeld() {
 // (to make room under MaxActive).
 func (r *Router) closeIdle(now time.Time, atLeast int) {
 	r.mu.Lock()
-	var idle []*lane
-	for d, l := range r.lanes {
+	var idle, empty []*lane
+	for _, l := range r.lanes {
 		switch {
 		case l.eng == nil && !l.opening && len(l.held) == 0:
-			// Made by a hand-over that has not held its message yet, or
-			// that gave up (its context ended): it retries on a new lane.
-			l.closed = true
-			delete(r.lanes, d)
+			empty = append(empty, l)
 		case l.eng != nil && l.ready && !l.closed && l.idle():
 			idle = append(idle, l)
 		}
 	}
 	r.mu.Unlock()
+	for _, l := range empty {
+		// Made by a hand-over that has not held its message yet, or that
+		// gave up (its context ended): it retries on a new lane.
+		l.mu.Lock()
+		r.mu.Lock()
+		if l.eng == nil && !l.opening && len(l.held) == 0 && r.lanes[l.dest] == l {
+			l.closed = true
+			delete(r.lanes, l.dest)
+		}
+		r.mu.Unlock()
+		l.mu.Unlock()
+	}
 	sort.Slice(idle, func(i, j int) bool { return idle[i].lastActive.Load() < idle[j].lastActive.Load() })
 	closed := 0
 	for _, l := range idle {

@@ -20,22 +20,23 @@ func (r *Router) deliver(ctx context.Context, m *pacer.Message) error {
 			r.refuse(m) // handed over, so ours to settle: given back
 			return err
 		}
+		// The hot path takes Router.mu once (laneFor): closed, ready and
+		// held are written with both locks held, so lane.mu alone reads
+		// them (see lane).
 		l.mu.Lock()
-		r.mu.Lock()
 		if l.closed {
 			// Closed for idleness between laneFor and here: a new lane
 			// takes the destination.
-			r.mu.Unlock()
 			l.mu.Unlock()
 			continue
 		}
 		if l.ready && !l.full.Load() && len(l.held) == 0 {
-			r.mu.Unlock()
 			l.outstanding.Add(1)
 			err := l.handOver(ctx, m)
 			l.mu.Unlock()
 			return err
 		}
+		r.mu.Lock()
 		if len(l.held) < r.cfg.HoldPerDestination && r.held < r.cfg.HoldSize {
 			l.held = append(l.held, m)
 			r.held++
@@ -109,7 +110,8 @@ func (r *Router) refuse(m *pacer.Message) {
 }
 
 // handBackHeld gives back what is still held for l after its engine
-// stopped without taking it (it never started). Called with r.mu held.
+// stopped without taking it (it never started). Called with l.mu and r.mu
+// held.
 func (r *Router) handBackHeld(l *lane) {
 	for _, m := range l.held {
 		if ld, ok := m.Acker.(pacer.LastDeliverer); ok && ld.LastDelivery() {

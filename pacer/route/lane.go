@@ -15,14 +15,17 @@ import (
 // Lock order: lane.mu, then Router.mu. lane.mu is held across every hand-over
 // into the engine, so a destination's messages enter its engine one at a time
 // and in order, and a hand-over is only made while the engine's queue has
-// room (it never blocks).
+// room (it never blocks). held, ready, closed and deliver are written with
+// both locks held, so either one reads them: a hand-over straight into a
+// ready engine needs lane.mu alone.
 type lane struct {
 	r     *Router
 	dest  string
 	group string // Config.Group(dest)
 	mu    sync.Mutex
 
-	// Guarded by Router.mu.
+	// Guarded by Router.mu; held, ready, closed and deliver also by mu
+	// (written with both held).
 	held    []*pacer.Message // waiting for room, in source order
 	eng     *pacer.Engine    // nil until opened, and again once it ended
 	opening bool             // the feeder is building its engine
@@ -76,10 +79,12 @@ func (s laneSource) Resume() {}
 // broker's last delivery).
 func (s laneSource) Run(ctx context.Context, deliver func(context.Context, *pacer.Message) error) error {
 	l, r := s.l, s.l.r
+	l.mu.Lock()
 	r.mu.Lock()
 	l.deliver = deliver
 	l.ready = true
 	r.mu.Unlock()
+	l.mu.Unlock()
 	r.wakeFeeder()
 	select {
 	case <-l.finish:

@@ -22,6 +22,13 @@
 //     more now (at most HoldPerDestination of them for any one destination).
 //     A destination with nothing held for IdleAfter is closed: no engine,
 //     no goroutine is kept for an idle destination.
+//   - What a destination's engine learned about its limit (429s, rate-limit
+//     headers, latency) outlives it: when the engine ends, the Router
+//     remembers it, and the destination's next engine starts from it
+//     (cruising under it, probing above it, never above its configured
+//     rate) instead of from its configured rate. At most RememberLearned
+//     destinations are remembered (the least recently closed forgotten
+//     first), each for LearnedMaxAge.
 //   - The source is paused only when a message must wait: its destination
 //     holds HoldPerDestination, or the Router holds HoldSize. It resumes as
 //     soon as there is room again.
@@ -45,6 +52,11 @@ const (
 	DefaultIdleAfter          = 30 * time.Second
 	DefaultHoldSize           = 10000
 	DefaultHoldPerDestination = 1000
+	// DefaultRememberLearned bounds the closed destinations whose learned
+	// limit is remembered: about 200 bytes each plus the name, 2 MB or so
+	// at the default.
+	DefaultRememberLearned = 10000
+	DefaultLearnedMaxAge   = pacer.DefaultLearnedMaxAge
 )
 
 // ErrInvalidConfig is wrapped by every error New returns.
@@ -82,13 +94,24 @@ type Config struct {
 	// reached); HoldPerDestination bounds one destination's share. 0 means
 	// the defaults.
 	HoldSize, HoldPerDestination int
+	// RememberLearned bounds the closed destinations whose learned limit
+	// the Router remembers for their next engine (see the package doc);
+	// when full, the least recently closed is forgotten. 0 means
+	// DefaultRememberLearned; pacer.None remembers nothing (every engine
+	// starts from its configured rate).
+	RememberLearned int
+	// LearnedMaxAge is how long a remembered limit is started from after
+	// its engine ended; then it is forgotten. 0 means DefaultLearnedMaxAge
+	// (one hour).
+	LearnedMaxAge time.Duration
 	// Group names the group a destination is counted in (Status.Groups,
 	// metrics): its own name for the destinations worth a label of their
 	// own, one shared name for the rest, so the number of groups stays
 	// bounded however many destinations come and go. nil counts every
 	// destination in one group, "".
 	Group func(destination string) string
-	// Clock times idle expiry; nil means pacer.SystemClock.
+	// Clock times idle expiry and the age of remembered limits (give the
+	// engines the same clock); nil means pacer.SystemClock.
 	Clock pacer.Clock
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
@@ -127,6 +150,18 @@ func (c *Config) validate() error {
 	case c.IdleAfter == 0:
 		c.IdleAfter = DefaultIdleAfter
 	}
+	switch {
+	case c.RememberLearned < 0:
+		c.RememberLearned = 0 // pacer.None: remember nothing
+	case c.RememberLearned == 0:
+		c.RememberLearned = DefaultRememberLearned
+	}
+	switch {
+	case c.LearnedMaxAge < 0:
+		errs = append(errs, fmt.Errorf("LearnedMaxAge %v is negative", c.LearnedMaxAge))
+	case c.LearnedMaxAge == 0:
+		c.LearnedMaxAge = DefaultLearnedMaxAge
+	}
 	if c.Clock == nil {
 		c.Clock = pacer.SystemClock{}
 	}
@@ -161,6 +196,7 @@ type Router struct {
 	stopping bool             // Run is stopping: no new engine
 	engines  sync.WaitGroup   // one per engine goroutine
 	kick     chan struct{}    // wakes the feeder
+	learned  *learnedMemory   // what closed destinations' engines learned
 	stats    counters
 }
 
@@ -200,12 +236,13 @@ func New(cfg Config) (*Router, error) {
 		return nil, err
 	}
 	return &Router{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		lanes:  make(map[string]*lane),
-		ending: make(map[*lane]bool),
-		room:   make(chan struct{}),
-		kick:   make(chan struct{}, 1),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		lanes:   make(map[string]*lane),
+		ending:  make(map[*lane]bool),
+		room:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		learned: newLearnedMemory(cfg.RememberLearned, cfg.LearnedMaxAge),
 	}, nil
 }
 
@@ -261,11 +298,13 @@ func (r *Router) Run(ctx context.Context) error {
 		cancelEngines() // each engine stops and gives back what it holds
 	}
 	r.engines.Wait()
-	r.mu.Lock()
 	for _, l := range lanes {
+		l.mu.Lock()
+		r.mu.Lock()
 		r.handBackHeld(l)
+		r.mu.Unlock()
+		l.mu.Unlock()
 	}
-	r.mu.Unlock()
 
 	if err := r.fatalErr(); err != nil {
 		return err
@@ -336,6 +375,9 @@ type Status struct {
 	// when idle.
 	Opened uint64 `json:"opened"`
 	Closed uint64 `json:"closed"`
+	// RememberedLimits is the closed destinations whose learned limit is
+	// remembered for their next engine (at most RememberLearned).
+	RememberedLimits int `json:"remembered_limits"`
 	// Groups is what each group's destinations did (Config.Group), the
 	// ended engines' counts included.
 	Groups map[string]Totals `json:"groups"`
@@ -363,6 +405,7 @@ func (r *Router) Status() Status {
 	st := Status{
 		Active: r.active, MaxActive: r.cfg.MaxActive, Held: r.held, HoldSize: r.cfg.HoldSize,
 		PeakActive: r.stats.peakActive, SourcePaused: r.paused, Pauses: r.stats.pauses, Opened: r.stats.opened, Closed: r.stats.closed,
+		RememberedLimits: r.learned.len(),
 	}
 	st.Groups = make(map[string]Totals, len(r.stats.ended))
 	for g, t := range r.stats.ended {

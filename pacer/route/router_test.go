@@ -355,11 +355,11 @@ func TestEngineErrorStopsTheRouter(t *testing.T) {
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
-	_, err := New(Config{MaxActive: -1})
+	_, err := New(Config{MaxActive: -1, LearnedMaxAge: -time.Second})
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"Source is nil", "Destination is nil", "Engine is nil", "MaxActive -1 is negative"} {
+	for _, want := range []string{"Source is nil", "Destination is nil", "Engine is nil", "MaxActive -1 is negative", "LearnedMaxAge -1s is negative"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q missing from %v", want, err)
 		}

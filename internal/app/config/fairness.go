@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pacer-dev/pacer/pacer"
 )
 
 // Fairness shares the waiting queue weighted-fair across keys (tenants)
@@ -24,6 +26,12 @@ type Fairness struct {
 	// pacer consumes the topic too, within the same budget. Empty: the
 	// key's partition waits.
 	Overflow string `yaml:"overflow" json:"overflow"`
+	// MaxDeferring bounds the overflow's republishes in flight: messages
+	// handed to the deferral topic and not yet stored (0: 256);
+	// MaxDeferringBytes their payload bytes (0: 16MiB). At either bound
+	// the source's hand-over waits, so memory stays bounded.
+	MaxDeferring      int      `yaml:"max_deferring" json:"max_deferring"`
+	MaxDeferringBytes ByteSize `yaml:"max_deferring_bytes" json:"max_deferring_bytes"`
 }
 
 // Priority sorts messages into lanes, highest first (enabled when lanes
@@ -112,6 +120,17 @@ func (v *validator) fairness() {
 // topic and JetStream's per-subject pull.
 func (v *validator) tenantPaths() {
 	f, src := v.c.Shaping.Fairness, v.c.Source
+	if f.MaxDeferring < 0 {
+		v.add("shaping.fairness.max_deferring", "%d: want the republishes in flight at most, >= 0 (0: 256)", f.MaxDeferring)
+	}
+	if f.MaxDeferringBytes < 0 {
+		v.add("shaping.fairness.max_deferring_bytes", "%d: want a size >= 0 (0: 16MiB)", int64(f.MaxDeferringBytes))
+	}
+	for _, k := range []string{"max_deferring", "max_deferring_bytes"} {
+		if f.Overflow == "" && v.c.Has("shaping.fairness."+k) {
+			v.add("shaping.fairness."+k, "bounds the overflow's republishes: without shaping.fairness.overflow it would be ignored")
+		}
+	}
 	if f.Overflow != "" {
 		switch {
 		case !f.Enabled:
@@ -162,7 +181,8 @@ func (s Shaping) fairnessSummary(b *strings.Builder) {
 			b.WriteString(", others 1")
 		}
 		if f.Overflow != "" {
-			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its messages beyond that are republished to deferral topic %q, committed once stored, and consumed from there within the same budget)", int(f.MaxShare*100+0.5), f.Overflow)
+			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its messages beyond that are republished to deferral topic %q (at most %d republishes or %s of payloads in flight), committed once stored, and consumed from there within the same budget)",
+				int(f.MaxShare*100+0.5), f.Overflow, f.maxDeferring(), f.maxDeferringBytes())
 		} else {
 			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its next message waits at the source)", int(f.MaxShare*100+0.5))
 		}
@@ -194,4 +214,20 @@ func (s Shaping) fairnessSummary(b *strings.Builder) {
 			b.WriteString("; workers share the Redis budget by lane too (a higher lane's worker takes tokens first, lower lanes keep their floors)")
 		}
 	}
+}
+
+// maxDeferring is max_deferring, its default when 0 (pacer's).
+func (f Fairness) maxDeferring() int {
+	if f.MaxDeferring == 0 {
+		return pacer.DefaultMaxDeferring
+	}
+	return f.MaxDeferring
+}
+
+// maxDeferringBytes is max_deferring_bytes, its default when 0 (pacer's).
+func (f Fairness) maxDeferringBytes() ByteSize {
+	if f.MaxDeferringBytes == 0 {
+		return pacer.DefaultMaxDeferringBytes
+	}
+	return f.MaxDeferringBytes
 }

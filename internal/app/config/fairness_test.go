@@ -101,3 +101,34 @@ func TestTenantPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxDeferring: shaping.fairness.max_deferring and max_deferring_bytes
+// decode (a count, a size), default to pacer's bounds in the summary, are
+// refused when negative, and are refused without an overflow to bound.
+func TestMaxDeferring(t *testing.T) {
+	kafka := "source:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topics: [jobs]\n    group: g\nshaping:\n  rate: 100/s\n  fairness:\n    enabled: true\n    overflow: jobs-deferred\nsink:\n  type: stdout\n"
+	c := mustParse(t, kafka, nil)
+	if f := c.Shaping.Fairness; f.MaxDeferring != 0 || f.MaxDeferringBytes != 0 || !strings.Contains(c.Summary(), "at most 256 republishes or 16MiB of payloads in flight") {
+		t.Errorf("defaults: max_deferring %d, max_deferring_bytes %d; summary:\n%s", f.MaxDeferring, f.MaxDeferringBytes, c.Summary())
+	}
+	set := strings.Replace(kafka, "overflow: jobs-deferred", "overflow: jobs-deferred\n    max_deferring: 64\n    max_deferring_bytes: 4MiB", 1)
+	c = mustParse(t, set, nil)
+	if f := c.Shaping.Fairness; f.MaxDeferring != 64 || f.MaxDeferringBytes != 4<<20 || !strings.Contains(c.Summary(), "at most 64 republishes or 4MiB of payloads in flight") {
+		t.Errorf("set: max_deferring %d, max_deferring_bytes %d; summary:\n%s", f.MaxDeferring, f.MaxDeferringBytes, c.Summary())
+	}
+	for _, tc := range []struct{ name, text, path, msg string }{
+		{"negative count", strings.Replace(set, "max_deferring: 64", "max_deferring: -1", 1), "shaping.fairness.max_deferring", ">= 0"},
+		{"count without overflow", strings.Replace(set, "    overflow: jobs-deferred\n", "", 1), "shaping.fairness.max_deferring", "without shaping.fairness.overflow"},
+		{"bytes without overflow", strings.Replace(set, "    overflow: jobs-deferred\n", "", 1), "shaping.fairness.max_deferring_bytes", "without shaping.fairness.overflow"},
+	} {
+		found := false
+		for _, p := range problemsOf(t, tc.text, nil) {
+			if p.Path == tc.path && strings.Contains(p.Msg, tc.msg) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: want a problem at %s containing %q; got %v", tc.name, tc.path, tc.msg, problemsOf(t, tc.text, nil))
+		}
+	}
+}

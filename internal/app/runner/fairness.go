@@ -21,7 +21,8 @@ func fairness(s config.Shaping) *pacer.Fairness {
 	if keyOf == nil {
 		keyOf = func(m *pacer.Message) []byte { return m.Key }
 	}
-	return &pacer.Fairness{KeyOf: keyOf, Weights: f.Weights, MaxShare: f.MaxShare}
+	return &pacer.Fairness{KeyOf: keyOf, Weights: f.Weights, MaxShare: f.MaxShare,
+		MaxDeferring: f.MaxDeferring, MaxDeferringBytes: int64(f.MaxDeferringBytes)}
 }
 
 // priority maps shaping.priority to the engine's lanes (nil without lanes):

@@ -40,4 +40,11 @@ func TestPriorityLaneOf(t *testing.T) {
 	if got := string(f.KeyOf(&pacer.Message{Key: []byte("k")})); got != "k" {
 		t.Errorf("fairness key = %q want the message key k", got)
 	}
+	if f.MaxDeferring != 0 || f.MaxDeferringBytes != 0 {
+		t.Errorf("unset overflow bounds = %d, %d want 0 (pacer's defaults)", f.MaxDeferring, f.MaxDeferringBytes)
+	}
+	f = fairness(config.Shaping{Fairness: config.Fairness{Enabled: true, Key: "key", MaxShare: 0.5, MaxDeferring: 64, MaxDeferringBytes: 4 << 20}})
+	if f.MaxDeferring != 64 || f.MaxDeferringBytes != 4<<20 {
+		t.Errorf("overflow bounds = %d, %d want shaping.fairness.max_deferring 64 and max_deferring_bytes 4MiB", f.MaxDeferring, f.MaxDeferringBytes)
+	}
 }
