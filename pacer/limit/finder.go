@@ -69,6 +69,7 @@ const (
 	lfProbeLong       = 4 * time.Second  // the longest probe (one the burst would hide otherwise)
 	lfProbeOver       = 1.25             // a probe's excess passes by this much more than a burst could hide
 	lfProbePass       = 0.5              // a probe passes when at least this share of its step was accepted
+	lfSavedMax        = time.Second      // a bucket saves at most this much of its limit, unless its burst was seen
 	lfProbeFirst      = 15 * time.Second // first probe after a throttle
 	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
 	lfProbeCheap      = 5 * time.Second  // first probe over a limit measured exactly, without a pause
@@ -867,9 +868,16 @@ func (f *limitFinder) tick(now time.Time) bool {
 			return false
 		}
 		f.probing = false
-		// What the bucket saved before the probe is not the limit's.
-		got := (float64(f.count(f.probeStart, end)) - f.probeSaved) / end.Sub(f.probeStart).Seconds()
-		if got >= f.limit+lfProbePass*(f.probeRate-f.limit) {
+		// What the bucket saved before the probe is not the limit's. A
+		// probe at the largest step that was accepted whole passes anyway:
+		// no bucket seen saves that much.
+		span := end.Sub(f.probeStart).Seconds()
+		raw := float64(f.count(f.probeStart, end)) / span
+		got := raw - f.probeSaved/span
+		pass := f.limit + lfProbePass*(f.probeRate-f.limit)
+		largest := f.probeRate >= f.clamp(f.limit*(1+lfProbeStepMax))
+		switch {
+		case got >= pass || largest && raw >= pass:
 			// Accepted (most of) it: the limit is at least that; the next
 			// probe, a second later, takes a step twice as long.
 			f.limit = max(f.limit, got)
@@ -880,13 +888,13 @@ func (f *limitFinder) tick(now time.Time) bool {
 			f.passes++
 			f.probeStep = min(2*f.probeStep, lfProbeStepMax)
 			f.nextProbe = now.Add(lfProbeLen)
-		} else if raw := got + f.probeSaved/end.Sub(f.probeStart).Seconds(); raw >= f.limit+lfProbePass*(f.probeRate-f.limit) {
+		case raw >= pass:
 			// Accepted, but no more than the bucket may have saved: no
 			// evidence either way; the next probe, soon, takes a step
 			// twice as long.
 			f.probeStep = min(2*f.probeStep, lfProbeStepMax)
 			f.nextProbe = now.Add(lfProbeLen)
-		} else {
+		default:
 			f.nextProbe = now.Add(f.probeEvery) // app-limited: no evidence
 		}
 		f.rate = f.cruise()
@@ -938,7 +946,9 @@ func (f *limitFinder) tick(now time.Time) bool {
 	// longest probe.
 	f.probeSaved = 0
 	if f.exact && !f.lastThrottle.IsZero() {
-		f.probeSaved = max(f.limit-f.rate, 0) * now.Sub(f.lastThrottle).Seconds()
+		// At most its burst: what it took before its first refusal
+		// bounds that; a second of the limit where that is unknown.
+		f.probeSaved = min(max(f.limit-f.rate, 0)*now.Sub(f.lastThrottle).Seconds(), f.limit*lfSavedMax.Seconds())
 		if f.firstBurst > 0 {
 			f.probeSaved = min(f.probeSaved, f.firstBurst)
 		}
