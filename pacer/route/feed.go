@@ -158,6 +158,9 @@ func (r *Router) open(l *lane) error {
 		r.mu.Unlock()
 		r.wakeFeeder() // room for a waiting lane
 	}()
+	if r.cfg.Opened != nil {
+		r.cfg.Opened(l.dest, eng)
+	}
 	return nil
 }
 

@@ -82,6 +82,12 @@ type Config struct {
 	// called once per Engine call that succeeded, from the engine's
 	// goroutine; a destination opened again gets a new Engine call.
 	Release func(destination string, cfg pacer.Config)
+	// Opened, if set, is called with a destination and its engine once the
+	// engine is built and started, from the Router's goroutine, so the
+	// caller can reach each engine from the moment it exists (Each lists
+	// only those already running when it is called). It must return
+	// promptly: the Router's hand-overs wait for it.
+	Opened func(destination string, e *pacer.Engine)
 	// MaxActive bounds the destinations with an engine at once. A message
 	// for a destination beyond it waits (held) until an idle destination
 	// is closed. 0 means DefaultMaxActive.

@@ -231,10 +231,15 @@ func TestManyDestinationsSeenOnce(t *testing.T) {
 		}
 		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{}, 0
 	}}
-	var released atomic.Int64
+	var released, opened atomic.Int64
 	r, err := New(Config{
 		Source: pacertest.NewSource(msgs), Destination: destOf, Engine: engineFor(sink, 4),
-		Release:   func(string, pacer.Config) { released.Add(1) },
+		Release: func(string, pacer.Config) { released.Add(1) },
+		Opened: func(_ string, e *pacer.Engine) {
+			if e != nil {
+				opened.Add(1)
+			}
+		},
 		MaxActive: maxActive, IdleAfter: time.Millisecond,
 		Group: func(d string) string {
 			if len(d) == 2 { // d0 to d9 are named; the rest are "other"
@@ -264,8 +269,8 @@ func TestManyDestinationsSeenOnce(t *testing.T) {
 		t.Fatalf("groups %d, d3 acked %d, other acked %d: want 11 groups, 1 and %d (ended engines' counts kept)",
 			len(st.Groups), st.Groups["d3"].Acked, st.Groups["other"].Acked, n-10)
 	}
-	if released.Load() != n {
-		t.Fatalf("released %d of the %d destinations' configurations", released.Load(), n)
+	if released.Load() != n || opened.Load() != n {
+		t.Fatalf("released %d and opened %d of the %d destinations' engines", released.Load(), opened.Load(), n)
 	}
 	// Each running engine costs a few goroutines (its Run, its source, a
 	// waiter, its couriers): bounded by MaxActive, not by destinations.

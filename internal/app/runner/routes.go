@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/url"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -129,6 +128,7 @@ func (rt *routes) router(src pacer.Source) (*route.Router, error) {
 		Destination:        rt.name,
 		Engine:             rt.engine,
 		Release:            rt.release,
+		Opened:             rt.opened,
 		MaxActive:          r.MaxActive,
 		IdleAfter:          r.IdleAfter.D(),
 		HoldSize:           r.HoldSize,
@@ -330,26 +330,26 @@ func (rt *routes) reload(next *config.Config, global config.Global, each func(fu
 	gen := rt.gen
 	rt.mu.Unlock()
 	reloaded := 0
-	// An engine built just before the settings were swapped may not yet
-	// be running (the Router starts it once built): look again, a few
-	// times, for the ones not reloaded yet.
-	for pass := 0; ; pass++ {
-		each(func(dest string, eng *pacer.Engine) {
-			if rt.reloadOne(&c, gen, dest, eng, now) {
-				reloaded++
-			}
-		})
-		stale := rt.stale(gen)
-		if len(stale) == 0 {
-			break
+	// An engine built just before the settings were swapped and not yet
+	// started is not among these: opened reloads it when it starts.
+	each(func(dest string, eng *pacer.Engine) {
+		if rt.reloadOne(&c, gen, dest, eng, now) {
+			reloaded++
 		}
-		if pass == 3 {
-			rt.log.Warn("pacer: reload: these destinations' engines were starting or closing during the reload; one that runs on keeps its former shaping until the next reload", "destinations", stale)
-			break
-		}
-		runtime.Gosched()
-	}
+	})
 	return reloaded
+}
+
+// opened is the Router's Opened: an engine built from settings a reload
+// has replaced since (it was built while the reload swapped them, and was
+// not running yet when the reload looked) gets the new ones as it starts.
+func (rt *routes) opened(dest string, eng *pacer.Engine) {
+	rt.reloading.Lock() // after a reload under way, which may reload it itself
+	defer rt.reloading.Unlock()
+	rt.mu.Lock()
+	c, gen := rt.cfg, rt.gen
+	rt.mu.Unlock()
+	rt.reloadOne(c, gen, dest, eng, time.Now())
 }
 
 // reloadable is cur with what a reload to next applies: next, but with
@@ -361,21 +361,6 @@ func reloadable(cur, next config.Shaping, global config.Global) config.Shaping {
 	s.Global = global
 	s.QueueSize, s.QueueBytes, s.MaxInFlight, s.Adaptive = cur.QueueSize, cur.QueueBytes, cur.MaxInFlight, cur.Adaptive
 	return s
-}
-
-// stale names the destinations whose newest engine runs with settings
-// older than gen.
-func (rt *routes) stale(gen uint64) []string {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	var out []string
-	for dest, b := range rt.newest {
-		if b.gen < gen {
-			out = append(out, dest)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // reloadOne applies c's settings (generation gen) to dest's running

@@ -338,3 +338,36 @@ func TestSweepQuotas(t *testing.T) {
 		t.Errorf("swept again before the kept quotas doubled: %d left", len(rt.quotas))
 	}
 }
+
+// TestReloadRoutesEngineStarting: an engine built from the settings a
+// reload then replaces, and not yet running when the reload looked at the
+// running ones, gets the new settings as it starts (the Router's Opened),
+// not only at the next reload.
+func TestReloadRoutesEngineStarting(t *testing.T) {
+	var logs syncBuffer
+	w, path, write, send := routedRunner(t, &logs, "10/s", "100/s")
+	send("small")
+	cfg, err := w.routes.engine("racer") // built from 10/s, as the Router would just before the reload
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.routes.release("racer", cfg) })
+	write("20/s", "100/s")
+	w.Reload(path, os.LookupEnv)
+	cfg.Source = make(chanSource)
+	eng, err := pacer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eng.Status().ConfiguredRate; got != 10 {
+		t.Fatalf("the engine built before the reload runs at %v/s, want the 10/s it was built from (the test needs it stale)", got)
+	}
+	w.routes.opened("racer", eng)
+	if got := eng.Status().ConfiguredRate; got != 20 {
+		t.Errorf("an engine started after the reload swapped its settings runs at %v/s, want the reloaded 20/s", got)
+	}
+	w.routes.opened("racer", eng) // once current, left alone
+	if n := strings.Count(logs.String(), "pacer: shaping reloaded"); n != 2 {
+		t.Errorf("%d reloads logged, want 2 (small by the reload, racer as it started):\n%s", n, logs.String())
+	}
+}
