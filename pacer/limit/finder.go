@@ -81,6 +81,7 @@ const (
 	lfInexactMax      = 0.97             // up to this (a bound is a few percent off either way)
 	lfFell            = 0.8              // a refusal that takes the limit under this share of it: the limit fell
 	lfStillExact      = 0.95             // a measure this close under an exact limit keeps it exact
+	lfAllTaken        = 0.97             // accepted at this share of the rate sent: the API took all of it
 	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeFirst for this long
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
@@ -539,7 +540,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 			lim = min(max(burstLo, math.Sqrt(lo*f.rate)), m, f.rate)
 		case lo > 0 && lo < f.rate:
 			lim = math.Sqrt(lo * f.rate)
-		case act < lfMinActive:
+		case act < lfMinActive || prevEpisode.IsZero() && !from.After(f.start) && m >= lfAllTaken*f.rate:
+			// Too little evidence, or the first throttle after the API
+			// took all that was sent since the start: that was its burst
+			// and what it refilled, which tells the burst apart from the
+			// limit no better than a guess does (Stripe's 50 and 50/s took
+			// 100/s for a second; read as the limit, the cruise at 94/s
+			// cost 25 429s before the refusals measured it).
 			lim = f.rate * lfBackoff
 			f.weak = true
 			if f.throts == 1 && prevEpisode.IsZero() {

@@ -540,3 +540,29 @@ func TestLimitFinderProbeOutlastsTheSavings(t *testing.T) {
 		t.Errorf("after a probe its savings explain: probing %v, limit %.1f (was %.1f); want it ended, the limit kept", f.probing, f.limit, limit)
 	}
 }
+
+// The first throttle after the API took everything sent since the start
+// (a second at 100/s against Stripe's bucket of 50 refilled at 50/s): that
+// was its burst and its refill, not its limit. The finder guesses, as for
+// too short an evidence, and keeps what it took as the burst's bound,
+// instead of cruising at 94/s into a run of 429s.
+func TestLimitFinderStartUpBurstIsNotTheLimit(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 100)
+	f.throttle(clk.Now(), time.Time{})
+	if !f.weak || f.limit > lfBackoff*100+1e-9 {
+		t.Errorf("limit %.1f (weak %v) after a second all taken at 100/s: want the guess %.0f, not what the burst let through", f.limit, f.weak, lfBackoff*100)
+	}
+	if f.firstBurst < 90 || f.firstSpan < 900*time.Millisecond {
+		t.Errorf("first burst %.0f over %v: want what it took since the start kept as the burst's bound", f.firstBurst, f.firstSpan)
+	}
+	// Not after a start that already showed a limit: a second episode
+	// that took all it was sent is evidence of the rate it took.
+	g := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(g, clk.Now(), clk.Add(2*time.Second), 70)
+	g.throttle(clk.Now(), time.Time{})
+	if g.weak {
+		t.Errorf("a throttle after 2 s at 70/s of 100/s was read as all taken")
+	}
+}
