@@ -437,6 +437,7 @@ func (c *Controller) observeAuto(now time.Time, throttled, refused bool, rl *Rat
 		if rl.Limit > 0 && win > 0 {
 			lim = float64(rl.Limit) / win.Seconds()
 		}
+		f.atEdge = c.edge.predicted
 		f.headers(now, rl.Remaining, c.CapWait(left), lim, rl.Limit, win, c.edge.rolling(now, win))
 		changed, cause = true, "ratelimit-headers"
 	}

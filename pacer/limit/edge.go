@@ -7,15 +7,24 @@ import "time"
 // read as is, such a reset costs up to a second per window (the budget is
 // spread over a second that is partly gone, and a spent window waits a
 // whole second). The edge is seen when Remaining jumps up by a good part
-// of the quota between two answers; the next resets follow every Window,
-// and a predicted reset inside the header's rounding (left-1s, left] is
-// used instead of left. An absolute reset (ResetAt) is exact already and
-// is used as is. Not safe for concurrent use (the controller's lock).
+// of the quota between two answers: it lies between them. Each edge seen
+// narrows where the windows' edges lie (the intersection of those spans,
+// a whole number of windows apart), so the phase is known to within the
+// closest two answers ever came around an edge, even where answers come
+// a quarter of a second apart (a small quota). The next resets follow
+// every Window, at the latest the phase allows (never early), and a
+// predicted reset inside the header's rounding (left-1s, left] is used
+// instead of left. An absolute reset (ResetAt) is exact already and is
+// used as is. Not safe for concurrent use (the controller's lock).
 type windowEdge struct {
-	prevRem   int64
-	prevAt    time.Time
-	edge      time.Time
-	confirmed bool          // two edges a whole number of windows apart
+	prevRem int64
+	prevAt  time.Time
+	edge    time.Time // the last edge seen (the answer after it)
+	// lo, hi: an edge lies in (lo, hi] (and every Window from it) as far
+	// as the edges seen agree; confirmed once two did.
+	lo, hi    time.Time
+	confirmed bool
+	predicted bool          // the last refine gave the reset the edges predict
 	longest   time.Duration // the longest reset seen: the window, when no policy says
 	first     time.Time     // the first answer with a budget
 }
@@ -56,25 +65,40 @@ func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration
 		thr = max(thr, rl.Limit/4)
 	}
 	if !w.prevAt.IsZero() && now.After(w.prevAt) && rl.Remaining-w.prevRem >= thr {
-		if !w.edge.IsZero() && win > 0 {
-			off := now.Sub(w.edge) % win
-			w.confirmed = off < win/10 || off > win-win/10
-		}
+		w.seen(w.prevAt, now, win)
 		w.edge = now
 	}
 	if now.After(w.prevAt) {
 		w.prevRem, w.prevAt = rl.Remaining, now
 	}
+	w.predicted = false
 	if !rl.ResetAt.IsZero() || left <= 0 || left%time.Second != 0 {
 		return left
 	}
 	if !w.confirmed || win <= 0 {
 		return left
 	}
-	k := now.Sub(w.edge)/win + 1
-	next := w.edge.Add(k * win)
+	k := now.Sub(w.hi)/win + 1
+	next := w.hi.Add(k * win)
 	if d := next.Sub(now); d > left-time.Second && d <= left {
+		w.predicted = true
 		return d
 	}
 	return left
+}
+
+// seen folds in an edge between two answers, at from and to: it narrows
+// (lo, hi] to the part (from, to] agrees with, a whole number of windows
+// on; where they do not overlap, the windows moved (or it was no fixed
+// window): it starts again from this edge alone.
+func (w *windowEdge) seen(from, to time.Time, win time.Duration) {
+	if !w.hi.IsZero() && win > 0 {
+		k := (to.Sub(w.hi) + win/2) / win // the windows since the last edge
+		lo, hi := maxTime(from, w.lo.Add(k*win)), minTime(to, w.hi.Add(k*win))
+		if lo.Before(hi) {
+			w.lo, w.hi, w.confirmed = lo, hi, true
+			return
+		}
+	}
+	w.lo, w.hi, w.confirmed = from, to, false
 }

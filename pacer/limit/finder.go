@@ -155,6 +155,7 @@ type limitFinder struct {
 	probeEvery time.Duration
 
 	hdrUntil time.Time // advertised budget in force until
+	atEdge   bool      // the reset in force is a window's edge as seen (windowEdge), not rounded
 	weak     bool      // the limit is a guess (a decrease without a measurement)
 	upper    float64   // a rate known to be too high (a failed probe; 0 none)
 
@@ -801,7 +802,10 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 	if rolling && quota > 0 && window > 0 && f.limit > 0 {
 		ours := f.count(now.Add(-window), now)
 		foreign := max(0, quota-remaining-ours)
-		reserve := max(1, float64(quota)/40)
+		// A share of the quota is kept back for answers in flight; a
+		// whole unit once another client was seen (see reserve), which
+		// alone would cost a small quota a fifth of its rate.
+		reserve := max(float64(f.reserve()), float64(quota)/40)
 		r := (float64(quota) - reserve - float64(foreign)) / window.Seconds()
 		f.rate = f.clamp(min(r, f.limit))
 		if f.throts > 0 {
@@ -830,7 +834,14 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 	if foreign > 0 && window > left {
 		spare = max(0, spare-float64(foreign)/(window-left).Seconds()*left.Seconds())
 	}
+	// Paced at spare/left, the last unit would go at the window's end:
+	// on its edge, where it is the next window's. Where the edge is
+	// known (seen, not rounded), the spacing leaves half a unit's gap
+	// before it, so the whole budget goes within the window.
 	r := spare / left.Seconds()
+	if f.atEdge && spare > 0 {
+		r = (spare + 0.5) / left.Seconds()
+	}
 	if limit <= 0 && r > 0 && (f.limit == 0 || r > f.limit) {
 		f.limit = r
 	}

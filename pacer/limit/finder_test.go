@@ -566,3 +566,73 @@ func TestLimitFinderStartUpBurstIsNotTheLimit(t *testing.T) {
 		t.Errorf("a throttle after 2 s at 70/s of 100/s was read as all taken")
 	}
 }
+
+// A fixed window of 9 per wall-clock second whose reset is sent in whole
+// seconds (always "1"), answered every 110-330 ms: no two answers fall
+// closer than 100 ms around an edge, which once kept the edge from being
+// confirmed (the budget was spread over a whole second each time: 5-6 of
+// 9 spent). Each edge seen narrows where the edges lie: the reset then
+// predicted is never before the true one, and within the closest two
+// answers ever came around an edge after it.
+func TestWindowEdgeNarrowsFromSparseAnswers(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0.Truncate(time.Second).Add(370 * time.Millisecond))
+	var w windowEdge
+	gaps := []time.Duration{110, 330, 170, 250, 290, 130, 210}
+	predicted := 0
+	for i := range 200 {
+		now := clk.Now()
+		sec := now.Truncate(time.Second)
+		used := int64(now.Sub(sec) / (111 * time.Millisecond)) // spent so far this window
+		rl := &RateLimitInfo{Limit: 9, Remaining: 9 - 1 - used, Reset: time.Second, Window: time.Second}
+		got := w.refine(now, rl, time.Second)
+		trueLeft := sec.Add(time.Second).Sub(now)
+		if w.predicted {
+			predicted++
+			if got < trueLeft {
+				t.Fatalf("answer %d: reset predicted in %v, before the true %v (a budget spent early is refused)", i, got, trueLeft)
+			}
+			if i > 100 && got-trueLeft > 120*time.Millisecond {
+				t.Errorf("answer %d: reset predicted in %v, %v after the true one", i, got, got-trueLeft)
+			}
+		}
+		clk.Add(gaps[i%len(gaps)] * time.Millisecond)
+	}
+	if !w.confirmed || predicted < 100 {
+		t.Errorf("confirmed %v, %d of 200 resets predicted: want the edge found from sparse answers", w.confirmed, predicted)
+	}
+}
+
+// Spending an advertised window whose edge is known, the budget is paced
+// so that its last unit goes before the edge, not on it (where it is the
+// next window's, and each window loses a unit: 8 of 9).
+func TestLimitFinderSpendsTheWindowBeforeItsEdge(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(250, 1, 10, 1, clk.Now())
+	f.atEdge = true
+	f.headers(clk.Now(), 8, time.Second, 9, 9, time.Second, false)
+	if gap := time.Duration(float64(time.Second) / f.rate); 8*gap >= time.Second {
+		t.Errorf("rate %.2f/s: the 8th of 8 left goes %v in, on or after the edge at 1s", f.rate, 8*gap)
+	}
+	f.atEdge = false
+	f.headers(clk.Now(), 8, time.Second, 9, 9, time.Second, false)
+	if f.rate != 8 {
+		t.Errorf("a reset only rounded (edge unknown): rate %.2f/s, want 8/s (remaining over what is left)", f.rate)
+	}
+}
+
+// A rolling window alone keeps back only a small share of a small quota
+// for answers in flight, not a whole unit (a fifth of 5/s); a unit once
+// another client was seen.
+func TestLimitFinderRollingReserveAlone(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(250, 1, 10, 1, clk.Now())
+	f.headers(clk.Now(), 5, time.Second, 5, 5, time.Second, true)
+	if f.rate < 4.8 {
+		t.Errorf("alone: rate %.2f/s for a rolling 5 per second, want at least 4.8", f.rate)
+	}
+	f.shared = true
+	f.headers(clk.Now(), 5, time.Second, 5, 5, time.Second, true)
+	if f.rate > 4+1e-9 {
+		t.Errorf("shared: rate %.2f/s, want a unit kept back (4/s)", f.rate)
+	}
+}
