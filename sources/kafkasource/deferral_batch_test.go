@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // TestDeferralBatchOneRefused: the Deferral sends what Defer queued in one
@@ -27,11 +25,7 @@ import (
 // broker's error; the other eight are answered nil and stored, in the
 // order Defer took them.
 func TestDeferralBatchOneRefused(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
+	c := strictCluster(t)
 	brokers := c.ListenAddrs()
 	topic := testenv.UniqueName(t, "batch")
 	adm, err := sarama.NewClusterAdmin(brokers, saramaConfig())
@@ -76,11 +70,7 @@ func TestDeferralBatchOneRefused(t *testing.T) {
 		return nil, nil, false
 	})
 
-	d, err := kafkasource.NewDeferral(kafkasource.DeferralConfig{Client: kafkasource.Client{Brokers: brokers}, Topic: topic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
+	d := deferral(t, brokers, topic)
 
 	const large = 5 // the index of the 3 KB record
 	answers := make([]chan error, 10)
