@@ -1,6 +1,7 @@
 package pacer_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/pacertest"
 )
 
 // testBucket is a test-only GCRA limiter (rate 1/interval, burst) used to
@@ -133,4 +135,26 @@ func TestCheckEnvelope(t *testing.T) {
 	if err := checkEnvelope(append(ts, t0.Add(time.Second)), 2, 2); err == nil {
 		t.Error("3 in [1s,1s] with burst 2: want a violation")
 	}
+}
+
+// ledgered is n test messages (pacertest.Messages) settled into a new
+// ledger.
+func ledgered(n int) ([]*pacer.Message, *pacertest.Ledger) {
+	msgs := pacertest.Messages(n)
+	led := pacertest.NewLedger()
+	led.Attach(msgs)
+	return msgs, led
+}
+
+// runEngine builds the engine of cfg (t fails if New refuses it) and runs
+// it until ctx is done; Run's error arrives on the channel.
+func runEngine(t testing.TB, ctx context.Context, cfg pacer.Config) (*pacer.Engine, <-chan error) {
+	t.Helper()
+	e, err := pacer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- e.Run(ctx) }()
+	return e, errc
 }

@@ -109,25 +109,18 @@ func TestHostileHeaders(t *testing.T) {
 					t.Fatal(err)
 				}
 				var logs testkit.LogBuffer
-				msgs := pacertest.Messages(5)
-				led := pacertest.NewLedger()
-				led.Attach(msgs)
+				msgs, led := ledgered(5)
 				dl := &pacertest.DeadLetters{}
 				retry := tt.retry
 				retry.MaxAttempts = -1
-				e, err := pacer.New(pacer.Config{
+				start := time.Now()
+				e, errc := runEngine(t, context.Background(), pacer.Config{
 					Source: pacertest.NewSource(msgs), Sink: sink, DeadLetter: dl,
 					Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1},
 					MaxInFlight: 1, Retry: retry,
 					Adaptive: pacer.AdaptiveConfig{Mode: pacer.AdaptiveAuto},
 					Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				start := time.Now()
-				errc := make(chan error, 1)
-				go func() { errc <- e.Run(context.Background()) }()
 				// After the first answer: the pause, with its cause, in Status.
 				for calls.Load() == 0 {
 					time.Sleep(time.Millisecond)
@@ -176,20 +169,13 @@ func TestClearPauseAndStopDuringPause(t *testing.T) {
 			w.WriteHeader(200)
 		})
 		sink, _ := httpsink.New(httpsink.Config{URL: "http://api.test/", Client: &http.Client{Transport: handlerTransport{h}}})
-		msgs := pacertest.Messages(3)
-		led := pacertest.NewLedger()
-		led.Attach(msgs)
-		e, err := pacer.New(pacer.Config{
+		msgs, led := ledgered(3)
+		start := time.Now()
+		e, errc := runEngine(t, context.Background(), pacer.Config{
 			Source: pacertest.NewSource(msgs), Sink: sink,
 			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1},
 			MaxInFlight: 1, Retry: pacer.RetryConfig{MaxPause: time.Minute, MaxAttempts: pacer.None},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		errc := make(chan error, 1)
-		go func() { errc <- e.Run(context.Background()) }()
 		time.Sleep(time.Second)
 		st := e.Status()
 		if got := st.RetryAfter.Sub(start); got < 50*time.Second || got > time.Minute {
@@ -217,20 +203,13 @@ func TestClearPauseAndStopDuringPause(t *testing.T) {
 			w.WriteHeader(429)
 		})
 		sink, _ := httpsink.New(httpsink.Config{URL: "http://api.test/", Client: &http.Client{Transport: handlerTransport{h}}})
-		msgs := pacertest.Messages(1)
-		led := pacertest.NewLedger()
-		led.Attach(msgs)
-		e, err := pacer.New(pacer.Config{
+		msgs, led := ledgered(1)
+		ctx, cancel := context.WithCancel(context.Background())
+		_, errc := runEngine(t, ctx, pacer.Config{
 			Source: pacertest.NewSource(msgs), Sink: sink,
 			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 1},
 			MaxInFlight: 1, Retry: pacer.RetryConfig{MaxPause: 30 * time.Second, MaxAttempts: pacer.None},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- e.Run(ctx) }()
 		time.Sleep(time.Second)
 		cancel()
 		if err := <-errc; err != nil {
@@ -260,17 +239,12 @@ func TestThrottleLowersBurstSetRateRestores(t *testing.T) {
 		sink, _ := httpsink.New(httpsink.Config{URL: "http://api.test/", Client: &http.Client{Transport: handlerTransport{h}}})
 		src := pacertest.NewSource(pacertest.Messages(50))
 		src.Hold = true
-		e, err := pacer.New(pacer.Config{
+		ctx, cancel := context.WithCancel(context.Background())
+		e, errc := runEngine(t, ctx, pacer.Config{
 			Source: src, Sink: sink,
 			Shaping:     pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 40},
 			MaxInFlight: 1, Adaptive: pacer.AdaptiveConfig{Mode: pacer.AdaptiveAuto},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- e.Run(ctx) }()
 		time.Sleep(3 * time.Second)
 		st := e.Status()
 		if st.Burst >= 40 || st.Rate >= 100 || st.LimitSource != "429s" {

@@ -365,15 +365,10 @@ func overflowRun(t *testing.T, seed uint64) {
 	}
 	cfg.Rate = algorithms.PerSecond(float64(100 + r.IntN(900)))
 	cfg.Burst = 1 + r.IntN(5)
-	e, err := pacer.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	brkDone := make(chan struct{})
 	go func() { defer close(brkDone); brk.run(ctx) }()
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
+	_, done := runEngine(t, ctx, cfg)
 
 	all := func() bool {
 		led.mu.Lock()
@@ -473,15 +468,10 @@ func TestOverflowStop(t *testing.T) {
 					return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, 0
 				}}
 				var logs testkit.LogBuffer
-				e, err := pacer.New(pacer.Config{Source: src, Sink: sink, QueueSize: 2, MaxInFlight: 1, DrainTimeout: 2 * time.Second,
+				ctx, cancel := context.WithCancel(context.Background())
+				_, done := runEngine(t, ctx, pacer.Config{Source: src, Sink: sink, QueueSize: 2, MaxInFlight: 1, DrainTimeout: 2 * time.Second,
 					Fairness: &pacer.Fairness{MaxShare: 0.5, Defer: deferFn},
 					Logger:   slog.New(slog.NewTextHandler(&logs, nil))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- e.Run(ctx) }()
 				synctest.Wait()
 				mu.Lock()
 				taken := answer != nil

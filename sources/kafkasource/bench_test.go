@@ -81,11 +81,7 @@ func benchTopic(b *testing.B, brokers []string, topic string, n int) {
 }
 
 func runPacer(b *testing.B, brokers []string, topic string, n, buf int, fetch int32) time.Duration {
-	s, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
-		ChannelBufferSize: buf, FetchDefault: fetch, SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := groupSource(b, brokers, []string{topic}, func(c *kafkasource.Config) { c.ChannelBufferSize, c.FetchDefault = buf, fetch })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got atomic.Int64

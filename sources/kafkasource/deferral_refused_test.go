@@ -74,11 +74,7 @@ func (h settlements) OnSettled(m *pacer.Message, how pacer.Settlement) {
 // Once the broker stores republishes again, every message is delivered
 // exactly once and the whole partition is committed.
 func TestDeferralRefusedLeavesOriginalUnacked(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
+	c := strictCluster(t)
 	brokers := c.ListenAddrs()
 	topic := testenv.UniqueName(t, "refused")
 	deferTopic := topic + "-deferred"
@@ -98,16 +94,8 @@ func TestDeferralRefusedLeavesOriginalUnacked(t *testing.T) {
 	refuse.Store(true)
 	refuseProduce(c, deferTopic, &refuse)
 
-	src, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: []string{topic, deferTopic},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := kafkasource.NewDeferral(kafkasource.DeferralConfig{Client: kafkasource.Client{Brokers: brokers}, Topic: deferTopic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
+	src := groupSource(t, brokers, []string{topic, deferTopic}, func(c *kafkasource.Config) { c.CommitInterval = 50 * time.Millisecond })
+	d := deferral(t, brokers, deferTopic)
 	var mu sync.Mutex
 	refused := map[int64]bool{} // offsets in topic whose republish the broker refused
 	stored := map[int64]bool{}  // offsets in topic whose republish the broker stored

@@ -50,16 +50,8 @@ func deferralRun(t *testing.T, brokers []string, overflow bool) {
 	if err := produce(brokers, topic, recs); err != nil {
 		t.Fatal(err)
 	}
-	src, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: []string{topic, deferTopic},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond, CommitInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := kafkasource.NewDeferral(kafkasource.DeferralConfig{Client: kafkasource.Client{Brokers: brokers}, Topic: deferTopic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
+	src := groupSource(t, brokers, []string{topic, deferTopic}, func(c *kafkasource.Config) { c.CommitInterval = 50 * time.Millisecond })
+	d := deferral(t, brokers, deferTopic)
 
 	var mu sync.Mutex
 	var order []string // values in delivery order

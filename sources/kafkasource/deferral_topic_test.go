@@ -9,25 +9,11 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
-
-// strictBroker is an in-process Kafka-protocol broker that, like a
-// production cluster with auto.create.topics.enable=false, creates no
-// topic on first use (testenv's brokers do).
-func strictBroker(t *testing.T) []string {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
-}
 
 func topics(t *testing.T, brokers []string) []string {
 	t.Helper()
@@ -49,7 +35,7 @@ func topics(t *testing.T, brokers []string) []string {
 // nothing), and neither creates it; once created, both accept it and a
 // deferred message is stored there.
 func TestDeferralTopicMustExist(t *testing.T) {
-	brokers := strictBroker(t)
+	brokers := strictCluster(t).ListenAddrs()
 	topic := testenv.UniqueName(t, "jobs-deferred")
 	cfg := kafkasource.DeferralConfig{Client: kafkasource.Client{Brokers: brokers}, Topic: topic}
 

@@ -13,7 +13,6 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/pacer"
-	"github.com/pacer-dev/pacer/sources/kafkasource"
 )
 
 // sinkFunc is a sink that delivers at once, calling f for each message.
@@ -112,11 +111,7 @@ func BenchmarkOverflowRepublish(b *testing.B) {
 // readOnly is the Source's read of n records, each acked at once, from
 // the first hand-over.
 func readOnly(b *testing.B, brokers []string, topic string, n int) time.Duration {
-	src, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: []string{topic},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
+	src := groupSource(b, brokers, []string{topic}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var got atomic.Int64
@@ -144,16 +139,8 @@ func readOnly(b *testing.B, brokers []string, topic string, n int) time.Duration
 // message, until n republishes are answered, from the first Defer call.
 func overflowAll(b *testing.B, brokers []string, topic string, n, window int) time.Duration {
 	deferTopic := topic + "-deferred"
-	src, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: []string{topic, deferTopic},
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := kafkasource.NewDeferral(kafkasource.DeferralConfig{Client: kafkasource.Client{Brokers: brokers}, Topic: deferTopic})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
+	src := groupSource(b, brokers, []string{topic, deferTopic}, nil)
+	d := deferral(b, brokers, deferTopic)
 	var first atomic.Int64
 	var consumed, answered atomic.Int64
 	finished := make(chan struct{})
@@ -243,18 +230,10 @@ func smallTenantsRun(b *testing.B, brokers []string, overflow bool) {
 	if overflow {
 		topics = append(topics, deferTopic)
 	}
-	src, err := kafkasource.New(kafkasource.Config{Client: kafkasource.Client{Brokers: brokers}, Group: topic, Topics: topics,
-		SessionTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
+	src := groupSource(b, brokers, topics, nil)
 	fair := &pacer.Fairness{MaxShare: 0.5}
 	if overflow {
-		d, err := kafkasource.NewDeferral(kafkasource.DeferralConfig{Client: kafkasource.Client{Brokers: brokers}, Topic: deferTopic})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer d.Close()
+		d := deferral(b, brokers, deferTopic)
 		fair.Defer, fair.Deferred = d.Defer, d.Deferred
 	}
 	var mu sync.Mutex

@@ -327,21 +327,35 @@ loop:
 		if d.Converge {
 			panels = convergePanels(start, acceptedTimes, api.Throttled(), samples, s, apiRate)
 		}
-		if err := chart.Write(d.Chart, panels); err != nil {
-			fmt.Fprintln(stderr, "demo: chart:", err)
-		} else {
-			abs, _ := filepath.Abs(d.Chart)
-			fmt.Fprintf(stdout, "chart: %s\n", abs)
-		}
+		writeChart(stdout, stderr, d.Chart, panels)
 	}
-	if logs := logBuf.String(); logs != "" && (lost > 0 || interrupted) {
-		fmt.Fprintf(stderr, "engine warnings:\n%s", logs)
+	return verdict(stderr, "engine warnings", logBuf.String(), lost, pub, total, interrupted)
+}
+
+// writeChart writes the chart's panels to path and prints where it is,
+// or why it could not be written.
+func writeChart(stdout, stderr io.Writer, path string, panels []chart.Panel) {
+	if err := chart.Write(path, panels); err != nil {
+		fmt.Fprintln(stderr, "demo: chart:", err)
+		return
+	}
+	abs, _ := filepath.Abs(path)
+	fmt.Fprintf(stdout, "chart: %s\n", abs)
+}
+
+// verdict is the demo's outcome: an error when it was interrupted, or when
+// messages were lost (lost of those published, plus those never
+// published of total); the worker's warnings (logs, under label) are
+// printed first in either case.
+func verdict(stderr io.Writer, label, logs string, lost, published, total int, interrupted bool) error {
+	if logs != "" && (lost > 0 || interrupted) {
+		fmt.Fprintf(stderr, "%s:\n%s", label, logs)
 	}
 	if interrupted {
 		return errors.New("demo interrupted")
 	}
-	if lost > 0 || pub < total {
-		return fmt.Errorf("demo: %d of %d messages lost", lost+(total-pub), total)
+	if lost > 0 || published < total {
+		return fmt.Errorf("demo: %d of %d messages lost", lost+(total-published), total)
 	}
 	return nil
 }

@@ -2,14 +2,12 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"image/color"
 	"io"
 	"log/slog"
 	"maps"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -197,21 +195,7 @@ loop:
 	}
 	_ = tw.Render()
 	if d.Chart != "" {
-		if err := chart.Write(d.Chart, []chart.Panel{panel}); err != nil {
-			fmt.Fprintln(stderr, "demo: chart:", err)
-		} else {
-			abs, _ := filepath.Abs(d.Chart)
-			fmt.Fprintf(stdout, "chart: %s\n", abs)
-		}
+		writeChart(stdout, stderr, d.Chart, []chart.Panel{panel})
 	}
-	if logs := logBuf.String(); logs != "" && (lost > 0 || interrupted) {
-		fmt.Fprintf(stderr, "worker warnings:\n%s", logs)
-	}
-	if interrupted {
-		return errors.New("demo interrupted")
-	}
-	if lost > 0 || published < total {
-		return fmt.Errorf("demo: %d of %d messages lost", lost+(total-published), total)
-	}
-	return nil
+	return verdict(stderr, "worker warnings", logBuf.String(), lost, published, total, interrupted)
 }
