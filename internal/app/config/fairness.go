@@ -126,9 +126,14 @@ func (v *validator) tenantPaths() {
 	if f.MaxDeferringBytes < 0 {
 		v.add("shaping.fairness.max_deferring_bytes", "%d: want a size >= 0 (0: 16MiB)", int64(f.MaxDeferringBytes))
 	}
-	for _, k := range []string{"max_deferring", "max_deferring_bytes"} {
-		if f.Overflow == "" && v.c.Has("shaping.fairness."+k) {
-			v.add("shaping.fairness."+k, "bounds the overflow's republishes: without shaping.fairness.overflow it would be ignored")
+	// A bound given without an overflow would be ignored; 0 (the
+	// default, as the documented full config shows it) asks for nothing.
+	for _, b := range []struct {
+		key string
+		set bool
+	}{{"max_deferring", f.MaxDeferring != 0}, {"max_deferring_bytes", f.MaxDeferringBytes != 0}} {
+		if f.Overflow == "" && b.set {
+			v.add("shaping.fairness."+b.key, "bounds the overflow's republishes: without shaping.fairness.overflow it would be ignored")
 		}
 	}
 	if f.Overflow != "" {
