@@ -104,7 +104,8 @@ func TestTenantPaths(t *testing.T) {
 
 // TestMaxDeferring: shaping.fairness.max_deferring and max_deferring_bytes
 // decode (a count, a size), default to pacer's bounds in the summary, are
-// refused when negative, and are refused without an overflow to bound.
+// refused when negative, and are refused without an overflow to bound
+// unless left at 0.
 func TestMaxDeferring(t *testing.T) {
 	kafka := "source:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topics: [jobs]\n    group: g\nshaping:\n  rate: 100/s\n  fairness:\n    enabled: true\n    overflow: jobs-deferred\nsink:\n  type: stdout\n"
 	c := mustParse(t, kafka, nil)
@@ -131,4 +132,8 @@ func TestMaxDeferring(t *testing.T) {
 			t.Errorf("%s: want a problem at %s containing %q; got %v", tc.name, tc.path, tc.msg, problemsOf(t, tc.text, nil))
 		}
 	}
+	// Written out at their default (0), as the documented full config
+	// shows them, without an overflow: nothing is asked, nothing refused.
+	zero := strings.Replace(strings.Replace(set, "    overflow: jobs-deferred\n", "", 1), "max_deferring: 64\n    max_deferring_bytes: 4MiB", "max_deferring: 0\n    max_deferring_bytes: 0", 1)
+	mustParse(t, zero, nil)
 }
