@@ -40,6 +40,19 @@ func problemsOf(t *testing.T, text string, vars map[string]string) Problems {
 	return ps
 }
 
+// wantProblem fails t unless text has a problem at path whose message
+// contains msg.
+func wantProblem(t *testing.T, name, text, path, msg string) {
+	t.Helper()
+	ps := problemsOf(t, text, nil)
+	for _, p := range ps {
+		if p.Path == path && strings.Contains(p.Msg, msg) {
+			return
+		}
+	}
+	t.Errorf("%s: want a problem at %s containing %q; got %v", name, path, msg, ps)
+}
+
 const minimal = `source:
   type: nats
   nats:

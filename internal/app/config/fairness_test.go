@@ -56,15 +56,7 @@ func TestFairnessProblems(t *testing.T) {
 		{"no header nor topics", with("\n  priority:\n    lanes: [{name: a}, {name: b}]"), "shaping.priority.header", "missing"},
 		{"unknown default", with("\n  priority:\n    header: p\n    lanes: [{name: a}, {name: b}]\n    default: c"), "shaping.priority.default", "not a lane"},
 	} {
-		found := false
-		for _, p := range problemsOf(t, c.text, nil) {
-			if p.Path == c.path && strings.Contains(p.Msg, c.msg) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: want a problem at %s containing %q; got %v", c.name, c.path, c.msg, problemsOf(t, c.text, nil))
-		}
+		wantProblem(t, c.name, c.text, c.path, c.msg)
 	}
 }
 
@@ -90,15 +82,7 @@ func TestTenantPaths(t *testing.T) {
 		{"overflow is a source topic", strings.Replace(kafka, "overflow: jobs-deferred", "overflow: jobs", 1), "shaping.fairness.overflow", "also a source topic"},
 		{"overflow without fairness", strings.Replace(kafka, "enabled: true", "enabled: false", 1), "shaping.fairness.overflow", "enabled: true"},
 	} {
-		found := false
-		for _, p := range problemsOf(t, tc.text, nil) {
-			if p.Path == tc.path && strings.Contains(p.Msg, tc.msg) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: want a problem at %s containing %q; got %v", tc.name, tc.path, tc.msg, problemsOf(t, tc.text, nil))
-		}
+		wantProblem(t, tc.name, tc.text, tc.path, tc.msg)
 	}
 }
 
@@ -122,15 +106,7 @@ func TestMaxDeferring(t *testing.T) {
 		{"count without overflow", strings.Replace(set, "    overflow: jobs-deferred\n", "", 1), "shaping.fairness.max_deferring", "without shaping.fairness.overflow"},
 		{"bytes without overflow", strings.Replace(set, "    overflow: jobs-deferred\n", "", 1), "shaping.fairness.max_deferring_bytes", "without shaping.fairness.overflow"},
 	} {
-		found := false
-		for _, p := range problemsOf(t, tc.text, nil) {
-			if p.Path == tc.path && strings.Contains(p.Msg, tc.msg) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: want a problem at %s containing %q; got %v", tc.name, tc.path, tc.msg, problemsOf(t, tc.text, nil))
-		}
+		wantProblem(t, tc.name, tc.text, tc.path, tc.msg)
 	}
 	// Written out at their default (0), as the documented full config
 	// shows them, without an overflow: nothing is asked, nothing refused.

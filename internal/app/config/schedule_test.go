@@ -53,14 +53,6 @@ func TestScheduleProblems(t *testing.T) {
 		{"above", with("\n  schedule:\n    - {from: \"09:00\", until: \"17:00\", rate: 500/s}"), "shaping.schedule[0].rate", "never binds"},
 		{"calendar hour", with("\n  quotas:\n    - {limit: 100/h, window: calendar}"), "shaping.quotas[0].limit", "day, week or month"},
 	} {
-		found := false
-		for _, p := range problemsOf(t, c.text, nil) {
-			if p.Path == c.path && strings.Contains(p.Msg, c.msg) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: want a problem at %s containing %q; got %v", c.name, c.path, c.msg, problemsOf(t, c.text, nil))
-		}
+		wantProblem(t, c.name, c.text, c.path, c.msg)
 	}
 }
