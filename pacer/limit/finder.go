@@ -69,6 +69,7 @@ const (
 	lfProbeLong       = 4 * time.Second  // the longest probe (one the burst would hide otherwise)
 	lfProbeOver       = 1.25             // a probe's excess passes by this much more than a burst could hide
 	lfProbePass       = 0.5              // a probe passes when at least this share of its step was accepted
+	lfProbeMinStep    = 4.0              // a probe lasts until its step adds this many requests (within lfProbeLong)
 	lfSavedMax        = time.Second      // a bucket saves at most this much of its limit, unless its burst was seen
 	lfProbeFirst      = 15 * time.Second // first probe after a throttle
 	lfProbeWeak       = 2 * time.Second  // first probe after a guess (no measurement)
@@ -603,6 +604,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// that costs.
 		every = min(every, lfProbeFirst)
 	}
+	if f.behaviour == BehaviourPenaltyBox {
+		// A downstream seen to count refused requests: whatever this
+		// throttle measured, a failed probe shuts it for a window, so it
+		// is probed as rarely as after the box itself (a probe 5s after a
+		// cruise's stray 429 cost a 3s hold).
+		every = max(every, lfProbeMax)
+	}
 	f.nextProbe = maxTime(gateEnd, now).Add(every)
 	f.src = From429
 	f.rate = f.cruise()
@@ -993,7 +1001,11 @@ func (f *limitFinder) tick(now time.Time) bool {
 		if f.exact {
 			hide = lfProbeOver * f.probeSaved / (1 - lfProbePass)
 		}
-		f.probeLen = min(max(lfProbeLen, time.Duration(hide/ex*float64(time.Second))), lfProbeLong)
+		// And long enough that the step adds a few requests: at 7/s a
+		// 25% step over one second is one or two requests, and a count
+		// that lands one short of the pass reads as no evidence.
+		long := max(hide, lfProbeMinStep) / ex
+		f.probeLen = min(max(lfProbeLen, time.Duration(long*float64(time.Second))), lfProbeLong)
 	}
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle, ProbeUntil: now.Add(f.probeLen)})
 	return true

@@ -636,3 +636,58 @@ func TestLimitFinderRollingReserveAlone(t *testing.T) {
 		t.Errorf("shared: rate %.2f/s, want a unit kept back (4/s)", f.rate)
 	}
 }
+
+// Once a downstream was seen to count refused requests (a penalty box), a
+// later stray 429 while cruising does not bring the next probe to within
+// seconds: a failed probe shuts the box for a window (before, a probe 5 s
+// after such a 429 cost a 3 s hold and the run fell to 39.6/s).
+func TestLimitFinderPenaltyBoxProbedRarelyAfterAStray429(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
+	for range 20 {
+		f.refusal(clk.Now(), time.Time{}, true)
+		clk.Add(10 * time.Millisecond)
+	}
+	if f.behaviour != BehaviourPenaltyBox {
+		t.Fatalf("behaviour %v, want penalty-box", f.behaviour)
+	}
+	hold, _ := f.takeHold()
+	clk.Set(hold)
+	deliverAt(f, clk.Now(), clk.Add(3*time.Second), f.rate)
+	// One 429 while cruising, nothing gated: measured against the limit.
+	f.refusal(clk.Now(), time.Time{}, true)
+	if f.behaviour != BehaviourPenaltyBox {
+		t.Fatalf("a stray 429 changed the behaviour to %v", f.behaviour)
+	}
+	if wait := f.nextProbe.Sub(clk.Now()); wait < lfProbeMax {
+		t.Errorf("next probe in %v after a stray 429 at a penalty box, want >= %v", wait, lfProbeMax)
+	}
+}
+
+// A probe over a low limit lasts until its step adds a few requests: at
+// 7/s a 25% step over one second is under two requests, and one request
+// counted short of the pass read as no evidence (a worker left alone after
+// two others finished sat at 7/s of a 50/s limit for 45 s).
+func TestLimitFinderSlowProbeAddsSeveralRequests(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	f.limit, f.src, f.rate = 7, From429, 6.65
+	f.lastThrottle, f.lastEpisode, f.lastGateEnd, f.cleanSince = clk.Now(), clk.Now(), clk.Now(), clk.Now()
+	f.nextProbe = clk.Now().Add(20 * time.Second)
+	deliverAt(f, clk.Now(), clk.Add(20*time.Second), f.rate)
+	if !f.tick(clk.Now()) || !f.probing {
+		t.Fatal("no probe 20 s after the last refusal")
+	}
+	if added := (f.probeRate - f.limit) * f.probeLen.Seconds(); added < lfProbeMinStep-1e-6 && f.probeLen < lfProbeLong {
+		t.Fatalf("probe %.2f/s for %v over 7/s adds %.1f requests, want >= %g", f.probeRate, f.probeLen, added, lfProbeMinStep)
+	}
+	// The downstream takes all of it: the probe passes and the limit
+	// rises to what it took.
+	deliverAt(f, clk.Now(), clk.Add(f.probeLen), f.probeRate)
+	clk.Add(10 * time.Millisecond)
+	f.tick(clk.Now())
+	if f.probing || f.limit < 8 {
+		t.Errorf("after a probe at %.2f/s taken whole: probing %v, limit %.2f; want it passed (limit >= 8)", f.probeRate, f.probing, f.limit)
+	}
+}
