@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pacer-dev/pacer/pacer/route"
 )
 
 // Routes paces each destination at its own limit: a message's destination
@@ -36,6 +38,14 @@ type Routes struct {
 	// Defaults 10000 and 1000.
 	HoldSize           int `yaml:"hold_size" json:"hold_size"`
 	HoldPerDestination int `yaml:"hold_per_destination" json:"hold_per_destination"`
+	// RememberLearned bounds the closed destinations whose learned limit
+	// is kept for their next engine (default 10000; the least recently
+	// closed is forgotten first); none remembers nothing, every engine
+	// starting from its configured rate.
+	RememberLearned CountOrNone `yaml:"remember_learned" json:"remember_learned"`
+	// LearnedMaxAge is how long a remembered limit is started from after
+	// its engine closed (default 1h); then it is forgotten.
+	LearnedMaxAge Duration `yaml:"learned_max_age" json:"learned_max_age"`
 }
 
 // RouteLimits are one named destination's own limits. A destination with
@@ -58,6 +68,8 @@ const (
 	DefaultRoutesIdleAfter          = 30 * time.Second
 	DefaultRoutesHoldSize           = 10000
 	DefaultRoutesHoldPerDestination = 1000
+	DefaultRoutesRememberLearned    = route.DefaultRememberLearned
+	DefaultRoutesLearnedMaxAge      = route.DefaultLearnedMaxAge
 )
 
 // validDestination is what a destination's name may be when it goes into
@@ -118,7 +130,7 @@ func (r Routes) highestRate(s Shaping) Rate {
 func (v *validator) routes() {
 	r := v.c.Routes
 	if !r.Enabled() {
-		for _, k := range []string{"destinations", "max_active", "idle_after", "hold_size", "hold_per_destination"} {
+		for _, k := range []string{"destinations", "max_active", "idle_after", "hold_size", "hold_per_destination", "remember_learned", "learned_max_age"} {
 			if v.c.Has("routes." + k) {
 				v.add("routes."+k, "set, but routes.by is not: routes are off")
 			}
@@ -168,6 +180,9 @@ func (v *validator) routes() {
 	}
 	if r.IdleAfter < 0 {
 		v.add("routes.idle_after", "must be >= 0 (0: the default)")
+	}
+	if r.LearnedMaxAge < 0 {
+		v.add("routes.learned_max_age", "must be >= 0 (0: the default, 1h)")
 	}
 	placeholder := strings.Contains(v.c.Sink.HTTP.URL, DestinationPlaceholder)
 	for _, name := range sortedKeys(r.Destinations) {
@@ -248,4 +263,9 @@ func (c *Config) routesSummary(b *strings.Builder) {
 		fmt.Fprintf(b, "; every worker sharing Redis key %q shares each destination's budget (its rate, %s for those not named) under %q", g.Key, g.Rate, g.Key+":<destination>")
 	}
 	fmt.Fprintf(b, "; at most %d destinations active at once, each closed after %v idle", cmp.Or(r.MaxActive, DefaultRoutesMaxActive), cmp.Or(r.IdleAfter.D(), DefaultRoutesIdleAfter))
+	if r.RememberLearned.IsNone() {
+		b.WriteString("; a closed destination's learned limit is forgotten (remember_learned: none)")
+	} else {
+		fmt.Fprintf(b, "; the learned limits of up to %d closed destinations are remembered for %v", cmp.Or(int(r.RememberLearned), DefaultRoutesRememberLearned), cmp.Or(r.LearnedMaxAge.D(), DefaultRoutesLearnedMaxAge))
+	}
 }

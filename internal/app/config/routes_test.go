@@ -39,7 +39,8 @@ func TestRoutesParseAndSummary(t *testing.T) {
 	sum := c.Summary()
 	for _, want := range []string{"each destination (named by the message's header:customer) paced on its own",
 		`"big-shop" at 200/s (bursts of 40)`, `"tiny-blog" at 2/s`, "every other destination at shaping's rate",
-		"at most 500 destinations active at once, each closed after 30s idle", "with {destination} replaced by its name"} {
+		"at most 500 destinations active at once, each closed after 30s idle", "with {destination} replaced by its name",
+		"the learned limits of up to 10000 closed destinations are remembered for 1h0m0s"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
@@ -62,6 +63,8 @@ func TestRoutesRefused(t *testing.T) {
 		{"a route's burst below the batch", "  max_active: 500\n", "  max_active: 500\nbatching: {size: 5}\n", "routes.destinations.tiny-blog.burst: 2 is below batching.size 5"},
 		{"placeholder without routes", "routes:\n  by: header:customer", "routes_off:\n  by: header:customer", ""},
 		{"negative bound", "max_active: 500", "max_active: -1", "routes.max_active: must be >= 0"},
+		{"negative learned age", "max_active: 500", "max_active: 500\n  learned_max_age: -1m", `routes.learned_max_age: duration "-1m" is negative`},
+		{"negative remembered count", "max_active: 500", "max_active: 500\n  remember_learned: -1", "remember_learned"},
 		{"sql sink", "  type: http\n  http:\n    url: https://{destination}.hooks.example.com/events", "  type: sql\n  sql: {driver: postgres, dsn: postgres://x@y/z, table: t}", `routes pace HTTP destinations: sink.type is "sql"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,5 +110,30 @@ func TestRoutesAllowPerDestinationShaping(t *testing.T) {
 	want := `each destination on its own also gets at most 5/s per header:user, at most 10000/day (quota "daily"), shaping.schedule's rates as caps (quotas counted per destination, not in total, and kept while it is closed for idleness)`
 	if !strings.Contains(sum, want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum)
+	}
+}
+
+// The learned-limit memory's keys: a count or none, and an age; both
+// shown in the summary, both refused without routes.by.
+func TestRoutesLearnedMemory(t *testing.T) {
+	c := mustParse(t, strings.Replace(routesYAML, "max_active: 500", "max_active: 500\n  remember_learned: 50\n  learned_max_age: 10m", 1), nil)
+	if c.Routes.RememberLearned != 50 || c.Routes.LearnedMaxAge.D().Minutes() != 10 {
+		t.Fatalf("remember_learned %v learned_max_age %v, want 50 and 10m", c.Routes.RememberLearned, c.Routes.LearnedMaxAge)
+	}
+	if sum := c.Summary(); !strings.Contains(sum, "the learned limits of up to 50 closed destinations are remembered for 10m0s") {
+		t.Errorf("summary lacks the memory:\n%s", sum)
+	}
+	c = mustParse(t, strings.Replace(routesYAML, "max_active: 500", "max_active: 500\n  remember_learned: none", 1), nil)
+	if !c.Routes.RememberLearned.IsNone() {
+		t.Fatalf("remember_learned none read as %v", c.Routes.RememberLearned)
+	}
+	if sum := c.Summary(); !strings.Contains(sum, "a closed destination's learned limit is forgotten (remember_learned: none)") {
+		t.Errorf("summary lacks the memory being off:\n%s", sum)
+	}
+	off := strings.Replace(routesYAML, "  by: header:customer\n", "", 1)
+	off = strings.Replace(off, "{destination}.", "", 1)
+	got := problemsOf(t, strings.Replace(off, "max_active: 500", "max_active: 500\n  learned_max_age: 10m", 1), nil).Error()
+	if !strings.Contains(got, "routes.learned_max_age: set, but routes.by is not") {
+		t.Errorf("learned_max_age without routes.by: problems\n%s", got)
 	}
 }

@@ -122,8 +122,14 @@ func (rt *routes) settings() *config.Config {
 
 // router builds the Router over src.
 func (rt *routes) router(src pacer.Source) (*route.Router, error) {
+	return route.New(rt.routerConfig(src))
+}
+
+// routerConfig is the Router's config over src: routes' settings that a
+// reload cannot change, and the hooks into this runner.
+func (rt *routes) routerConfig(src pacer.Source) route.Config {
 	r := rt.cfg.Routes // what reload cannot change
-	return route.New(route.Config{
+	return route.Config{
 		Source:             src,
 		Destination:        rt.name,
 		Engine:             rt.engine,
@@ -133,6 +139,8 @@ func (rt *routes) router(src pacer.Source) (*route.Router, error) {
 		IdleAfter:          r.IdleAfter.D(),
 		HoldSize:           r.HoldSize,
 		HoldPerDestination: r.HoldPerDestination,
+		RememberLearned:    int(r.RememberLearned), // None is pacer.None: remember nothing
+		LearnedMaxAge:      r.LearnedMaxAge.D(),
 		Group: func(dest string) string {
 			if _, ok := rt.settings().Routes.Destinations[dest]; ok {
 				return dest
@@ -140,7 +148,7 @@ func (rt *routes) router(src pacer.Source) (*route.Router, error) {
 			return otherRoute
 		},
 		Logger: rt.base.Logger,
-	})
+	}
 }
 
 // destinationShaping is the shaping a destination gets under c: shaping's,

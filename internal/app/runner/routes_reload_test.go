@@ -371,3 +371,32 @@ func TestReloadRoutesEngineStarting(t *testing.T) {
 		t.Errorf("%d reloads logged, want 2 (small by the reload, racer as it started):\n%s", n, logs.String())
 	}
 }
+
+// routes.remember_learned and routes.learned_max_age reach the Router:
+// none as pacer.None (remember nothing), an age as itself, and unset as
+// the Router's defaults (0).
+func TestRoutesLearnedMemoryReachesTheRouter(t *testing.T) {
+	for _, tc := range []struct {
+		yaml     string
+		remember int
+		age      time.Duration
+	}{
+		{"", 0, 0},
+		{"\n  remember_learned: none", pacer.None, 0},
+		{"\n  remember_learned: 20\n  learned_max_age: 5m", 20, 5 * time.Minute},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		text := strings.NewReplacer("DEFAULT", "10/s", "BIG", "100/s", "idle_after: 1h", "idle_after: 1h"+tc.yaml).Replace(routesReloadBase)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(path)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		rc := newRoutes(cfg, pacer.Config{}, io.Discard).routerConfig(chanSource(nil))
+		if rc.RememberLearned != tc.remember || rc.LearnedMaxAge != tc.age {
+			t.Errorf("%q: RememberLearned %d LearnedMaxAge %v, want %d and %v", tc.yaml, rc.RememberLearned, rc.LearnedMaxAge, tc.remember, tc.age)
+		}
+	}
+}

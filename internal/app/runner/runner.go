@@ -383,6 +383,7 @@ func restartOnly(c *config.Config) []struct {
 		{"shaping.adaptive", c.Shaping.Adaptive},
 		{"routes.by", c.Routes.By}, {"routes.max_active", c.Routes.MaxActive}, {"routes.idle_after", c.Routes.IdleAfter},
 		{"routes.hold_size", c.Routes.HoldSize}, {"routes.hold_per_destination", c.Routes.HoldPerDestination},
+		{"routes.remember_learned", c.Routes.RememberLearned}, {"routes.learned_max_age", c.Routes.LearnedMaxAge},
 	}
 }
 
