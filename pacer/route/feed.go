@@ -105,6 +105,11 @@ func (r *Router) open(l *lane) error {
 	} else {
 		fromLearned = false // nothing remembered, or Engine gave its own
 	}
+	if cfg.Logger != nil {
+		// Every line the engine logs (its limit, breaker, reloads) says
+		// which destination it paces.
+		cfg.Logger = cfg.Logger.With("destination", l.dest)
+	}
 	if cfg.Fairness != nil || cfg.Priority != nil {
 		err = errors.New("fairness and priority inside one destination are not supported")
 	} else {

@@ -339,3 +339,46 @@ func TestLearnedMemoryBounds(t *testing.T) {
 		t.Fatal("remembered with a cap of 0")
 	}
 }
+
+// Every line a destination's engine logs names the destination: with two
+// destinations learning their limits at once, each "pacer: downstream
+// limit" line carries destination=d0 or destination=d1.
+func TestEngineLogsNameTheirDestination(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ledger := pacertest.NewLedger()
+		src := &phasedSource{next: make(chan struct{}), phases: [][]*pacer.Message{phase(ledger, 0, 300, "d0", "d1")}}
+		log := &testkit.Buffer{}
+		r := learningRouter(t, src, newLimitedAPI(50, 10), ledger, log, func(c *Config) {
+			engine := c.Engine
+			c.Engine = func(dest string) (pacer.Config, error) {
+				ec, err := engine(dest)
+				ec.Logger = c.Logger
+				return ec, err
+			}
+		})
+		done := make(chan error, 1)
+		go func() { done <- r.Run(context.Background()) }()
+		src.next <- struct{}{}
+		waitFor(t, "acks", func() bool { return ledger.Count(pacer.SettledAck) >= 600 })
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for line := range strings.Lines(log.String()) {
+			if !strings.Contains(line, "pacer: downstream limit") {
+				continue
+			}
+			switch {
+			case strings.Contains(line, "destination=d0"):
+				seen["d0"]++
+			case strings.Contains(line, "destination=d1"):
+				seen["d1"]++
+			default:
+				t.Errorf("an engine's line without its destination: %s", line)
+			}
+		}
+		if seen["d0"] == 0 || seen["d1"] == 0 {
+			t.Fatalf("limit lines per destination %v, want both:\n%s", seen, log.String())
+		}
+	})
+}

@@ -72,8 +72,10 @@ type Config struct {
 	Destination func(m *pacer.Message) string
 	// Engine returns the engine configuration of a destination: its Sink,
 	// Shaping, Retry, Adaptive and the rest. It is called each time the
-	// destination becomes active. The Router sets Source and adds a hook of
-	// its own; Hooks given here are kept. An error stops the Router.
+	// destination becomes active. The Router sets Source, adds a hook of
+	// its own, and gives Logger (when set) the attribute destination=<name>,
+	// so every line the engine logs names it; Hooks given here are kept.
+	// An error stops the Router.
 	Engine func(destination string) (pacer.Config, error)
 	// Release, if set, is called with a destination and the configuration
 	// Engine returned for it once that destination's engine has ended
