@@ -181,9 +181,6 @@ func (v *validator) routes() {
 	if r.IdleAfter < 0 {
 		v.add("routes.idle_after", "must be >= 0 (0: the default)")
 	}
-	if r.LearnedMaxAge < 0 {
-		v.add("routes.learned_max_age", "must be >= 0 (0: the default, 1h)")
-	}
 	placeholder := strings.Contains(v.c.Sink.HTTP.URL, DestinationPlaceholder)
 	for _, name := range sortedKeys(r.Destinations) {
 		own := r.Destinations[name]
