@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/app/config"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/route"
 )
 
 // routesReloadBase is a routed config whose rates the tests rewrite:
@@ -376,6 +377,10 @@ func TestReloadRoutesEngineStarting(t *testing.T) {
 // none as pacer.None (remember nothing), an age as itself, and unset as
 // the Router's defaults (0).
 func TestRoutesLearnedMemoryReachesTheRouter(t *testing.T) {
+	if config.DefaultRoutesRememberLearned != route.DefaultRememberLearned || config.DefaultRoutesLearnedMaxAge != route.DefaultLearnedMaxAge {
+		t.Fatalf("the config's defaults (%d, %v) are not the Router's (%d, %v): validate would summarise what run does not do",
+			config.DefaultRoutesRememberLearned, config.DefaultRoutesLearnedMaxAge, route.DefaultRememberLearned, route.DefaultLearnedMaxAge)
+	}
 	for _, tc := range []struct {
 		yaml     string
 		remember int
