@@ -124,12 +124,13 @@ func (s *Source) checkConsumer(ctx context.Context, b *binding, cons jetstream.C
 // worker's /status shows among its last errors).
 func (s *Source) setProblem(name, cause string) {
 	s.probMu.Lock()
-	old, had := s.problems[name]
-	s.problems[name] = cause
-	s.probMu.Unlock()
-	if !had || old != cause {
+	defer s.probMu.Unlock()
+	if old, had := s.problems[name]; !had || old != cause {
+		// Logged before Ready can report it: whoever sees the source
+		// not ready finds the line (CI once looked in between).
 		s.cfg.Logger.Error("nats: not consuming", "stream", s.cfg.Stream, "consumer", name, "err", cause)
 	}
+	s.problems[name] = cause
 }
 
 // clearProblem undoes setProblem once the path pulls again.
