@@ -64,7 +64,7 @@ func TestRoutesRefused(t *testing.T) {
 		{"placeholder without routes", "routes:\n  by: header:customer", "routes_off:\n  by: header:customer", ""},
 		{"negative bound", "max_active: 500", "max_active: -1", "routes.max_active: must be >= 0"},
 		{"negative learned age", "max_active: 500", "max_active: 500\n  learned_max_age: -1m", `routes.learned_max_age: duration "-1m" is negative`},
-		{"negative remembered count", "max_active: 500", "max_active: 500\n  remember_learned: -1", "remember_learned"},
+		{"negative remembered count", "max_active: 500", "max_active: 500\n  remember_learned: -1", "routes.remember_learned: want a whole number >= 0 or none, got -1"},
 		{"sql sink", "  type: http\n  http:\n    url: https://{destination}.hooks.example.com/events", "  type: sql\n  sql: {driver: postgres, dsn: postgres://x@y/z, table: t}", `routes pace HTTP destinations: sink.type is "sql"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
