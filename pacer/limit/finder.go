@@ -816,9 +816,7 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		reserve := max(float64(f.reserve()), float64(quota)/40)
 		r := (float64(quota) - reserve - float64(foreign)) / window.Seconds()
 		f.rate = f.clamp(min(r, f.limit))
-		if f.throts > 0 {
-			f.burst = f.burstFor(f.rate)
-		}
+		f.burst = f.burstFor(f.rate)
 		return
 	}
 	// Once another client of the same key was seen, the last unit is kept
@@ -865,9 +863,11 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 	default:
 		f.rate = f.clamp(r)
 	}
-	if f.throts > 0 {
-		f.burst = f.burstFor(f.rate)
-	}
+	// A budget read from headers is spread, not sent at once: "r more in
+	// the next second" is what a token bucket also says, and one of 2
+	// refuses most of r sent together. So the burst follows the rate from
+	// the first answer on, not only after a throttle.
+	f.burst = f.burstFor(f.rate)
 }
 
 // tick runs the probe schedule at now. It reports whether rate or burst

@@ -691,3 +691,22 @@ func TestLimitFinderSlowProbeAddsSeveralRequests(t *testing.T) {
 		t.Errorf("after a probe at %.2f/s taken whole: probing %v, limit %.2f; want it passed (limit >= 8)", f.probeRate, f.probing, f.limit)
 	}
 }
+
+// A rate read from headers comes with a burst for it (50 ms of the rate),
+// from the first answer on: "6 more in the next second" from a 5/s API is
+// a budget to spread, not to send at once (a token bucket of 2 behind
+// such headers refuses 4 of 6 sent together). Before, the configured
+// burst (10) stayed until a throttle was seen.
+func TestLimitFinderHeadersSetTheBurst(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(250, 1, 10, 1, clk.Now())
+	f.headers(clk.Now(), 6, time.Second, 5, 5, time.Second, false)
+	if f.rate > 5+1e-9 || f.burst != 1 {
+		t.Errorf("first header answer: rate %.2f/s, burst %d; want 5/s and a burst of 1", f.rate, f.burst)
+	}
+	f = newLimitFinder(250, 1, 10, 1, clk.Now())
+	f.headers(clk.Now(), 5, time.Second, 5, 5, time.Second, true)
+	if f.burst != 1 {
+		t.Errorf("rolling window: burst %d, want 1", f.burst)
+	}
+}
