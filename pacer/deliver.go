@@ -58,7 +58,11 @@ func (e *Engine) deliverBatch(items []*item, msgs []*Message, results []Result, 
 		if end.IsZero() {
 			end = e.clock.Now()
 		}
+		first := e.ctrl.AwaitingFirstAnswer()
 		e.ctrl.Observe(end, limit.Answer{Feedback: fb, Throttled: fb.Throttled, RetryAfter: ra, Delivered: nd, Latency: lat, QueueDelay: qd})
+		if first {
+			e.wakeShaper() // the couriers held to one in flight may go
+		}
 	}
 	for _, h := range e.hooks.delivered {
 		h.OnDelivered(nd, nr, nj, lat, fb)

@@ -43,6 +43,7 @@ type limitRun struct {
 	board      bool
 	globalRate float64
 	inFlight   int
+	firstAlone bool // AdaptiveConfig.FirstAnswerAlone (as a Router's destinations have)
 	// model serves the requests instead of api (a gateway's limiter, see
 	// limit_models_test.go).
 	model *modelAPI
@@ -173,7 +174,7 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 				LimitBoard: board, GlobalRate: algorithms.PerSecond(lr.globalRate),
 			},
 			MaxInFlight: lr.inFlight, QueueSize: 64, Logger: limitLog(w),
-			Adaptive: pacer.AdaptiveConfig{Mode: lr.mode},
+			Adaptive: pacer.AdaptiveConfig{Mode: lr.mode, FirstAnswerAlone: lr.firstAlone},
 			Retry:    pacer.RetryConfig{Seed: uint64(w + 1)},
 		})
 		if err != nil {
@@ -280,6 +281,30 @@ func TestLimitTokenBucket429Only(t *testing.T) {
 				t.Errorf("429s %.2f%% of requests > 3%%", 100*r.ratio429())
 			}
 		})
+	}
+}
+
+// A small token bucket (5/s, burst 2) behind a configuration far above
+// it (250/s, burst 10, peak 500/s), answering slowly (60 ms, as 50
+// destinations opened at once are answered) with the IETF and X-RateLimit
+// headers: "r more in the next second", as a Router's destinations meet
+// it (FirstAnswerAlone). Nothing may be refused: the first request goes
+// out alone, its answer sets the rate, and the burst falls with it (a burst of the configured 10 at 5/s would send what the
+// header allows over a second at once, which a bucket of 2 refuses).
+func TestLimitSmallBucketFirstAnswers(t *testing.T) {
+	const limit, n = 5.0, 100
+	r := runLimit(t, limitRun{
+		api:  testapi.Config{Rate: limit, Burst: 2, Latency: 60 * time.Millisecond},
+		mode: pacer.AdaptiveAuto, n: n, rate: 250, burst: 10, peak: 500, firstAlone: true,
+	})
+	t.Logf("small bucket: %d accepted in %v, 429s %d (%.2f%%); per second:%s; limit %.1f (%s)",
+		len(r.accepted), r.took, len(r.throttled), 100*r.ratio429(), r.perSecond(), r.status[0].LearnedLimit, r.status[0].LimitSource)
+	r.check(t, n)
+	if len(r.throttled) > 0 {
+		t.Errorf("%d requests answered 429 (first at %v): want none", len(r.throttled), r.throttled[0].Sub(r.start))
+	}
+	if got := float64(n-1) / r.accepted[n-1].Sub(r.accepted[0]).Seconds(); got < 0.95*limit {
+		t.Errorf("delivered %.2f/s, want >= 95%% of %g/s", got, limit)
 	}
 }
 

@@ -74,6 +74,9 @@ type Controller struct {
 	qs         *queueSignal // c.mu
 	concCap    atomic.Int64
 	sendingNow func() int
+	// awaitFirst (auto mode, Config.FirstAnswerAlone): no answer observed
+	// yet, so one request is in flight at a time until the first is in.
+	awaitFirst atomic.Bool
 
 	edge       windowEdge // c.mu
 	lastWarn   string     // c.mu: the last header warning logged, and when
@@ -120,6 +123,7 @@ func New(cfg Config, p Params, now time.Time) *Controller {
 	c.sendingNow = p.Sending
 	if cfg.Mode == Auto {
 		c.qs = newQueueSignal(p.MaxInFlight)
+		c.awaitFirst.Store(cfg.FirstAnswerAlone)
 	}
 	c.setCeiling(p.Rate, now)
 	c.mu.Lock()
@@ -290,6 +294,11 @@ type Answer struct {
 // Observe folds in one delivery's answer at now: it may raise the gate and
 // move the bucket's rate and burst.
 func (c *Controller) Observe(now time.Time, a Answer) {
+	if c.awaitFirst.Load() {
+		// Lifted once this answer has moved the finder (deferred first:
+		// runs last), so the requests held back are admitted at its rate.
+		defer c.awaitFirst.Store(false)
+	}
 	fb, throttled, retryAfter, delivered, latency, queueDelay := a.Feedback, a.Throttled, a.RetryAfter, a.Delivered, a.Latency, a.QueueDelay
 	var gateFrom time.Time
 	if g := c.gate.Load(); g > now.UnixNano() {
@@ -570,5 +579,17 @@ func (c *Controller) Current() (cur, ceiling, floor float64) {
 // feedback of every answer must then be observed to lift it.
 func (c *Controller) Capped() bool { return c.capped.Load() }
 
-// ConcurrencyCap is the in-flight cap the latency signal set (0: none).
-func (c *Controller) ConcurrencyCap() int64 { return c.concCap.Load() }
+// ConcurrencyCap is the in-flight cap in force (0: none): 1 until the
+// first answer is observed (Config.FirstAnswerAlone), then the one the
+// latency signal set.
+func (c *Controller) ConcurrencyCap() int64 {
+	if c.awaitFirst.Load() {
+		return 1
+	}
+	return c.concCap.Load()
+}
+
+// AwaitingFirstAnswer reports whether no answer has been observed yet, so
+// ConcurrencyCap holds requests back to one in flight: the engine wakes a
+// waiting courier after the answer that lifts it.
+func (c *Controller) AwaitingFirstAnswer() bool { return c.awaitFirst.Load() }

@@ -25,7 +25,11 @@ func (b *bucketLog) SetBurst(_ time.Time, burst int) { b.burst = burst }
 
 func newAuto(t *testing.T, ceiling float64, learned Learned, maxAge time.Duration, now time.Time) (*Controller, *bucketLog) {
 	t.Helper()
-	cfg := Config{Mode: Auto, Learned: learned, LearnedMaxAge: maxAge}
+	return newAutoCfg(t, ceiling, Config{Mode: Auto, Learned: learned, LearnedMaxAge: maxAge}, now)
+}
+
+func newAutoCfg(t *testing.T, ceiling float64, cfg Config, now time.Time) (*Controller, *bucketLog) {
+	t.Helper()
 	cfg.SetDefaults()
 	if err := cfg.Validate(true); err != nil {
 		t.Fatal(err)
@@ -162,3 +166,39 @@ func TestLearnedLimitValidated(t *testing.T) {
 
 func inf() float64 { return math.Inf(1) }
 func nan() float64 { return math.NaN() }
+
+// With FirstAnswerAlone (auto mode) nothing is known of the downstream
+// before its first answer: one request is in flight until then
+// (ConcurrencyCap 1), and the first answer, whatever it says, lifts that.
+// Without it, and in other modes, nothing is held.
+func TestFirstAnswerGoesAlone(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	c, b := newAuto(t, 250, Learned{}, 0, clk.Now())
+	if c.AwaitingFirstAnswer() || c.ConcurrencyCap() != 0 {
+		t.Errorf("without FirstAnswerAlone: awaiting %v, cap %d; want no cap", c.AwaitingFirstAnswer(), c.ConcurrencyCap())
+	}
+	c, b = newAutoCfg(t, 250, Config{Mode: Auto, FirstAnswerAlone: true}, clk.Now())
+	if !c.AwaitingFirstAnswer() || c.ConcurrencyCap() != 1 {
+		t.Fatalf("before any answer: awaiting %v, cap %d; want one in flight", c.AwaitingFirstAnswer(), c.ConcurrencyCap())
+	}
+	clk.Add(60 * time.Millisecond)
+	c.Observe(clk.Now(), Answer{Feedback: Feedback{Status: 200, RateLimit: &RateLimitInfo{Limit: 5, Remaining: 6, Reset: time.Second, Window: time.Second}}, Delivered: 1, Latency: 60 * time.Millisecond})
+	if c.AwaitingFirstAnswer() || c.ConcurrencyCap() != 0 {
+		t.Errorf("after the first answer: awaiting %v, cap %d; want no cap", c.AwaitingFirstAnswer(), c.ConcurrencyCap())
+	}
+	// The answer paced the rest before the cap was lifted: 5/s, and a
+	// burst of a few requests, not the configured 50 (that would spend a
+	// second's budget at once, which a small bucket refuses).
+	if b.rate > 6 || b.burst > 2 {
+		t.Errorf("after the first answer: rate %.2f/s, burst %d; want about 5/s and a burst of at most 2", b.rate, b.burst)
+	}
+
+	for _, mode := range []Mode{Off, AIMD, PID} {
+		cfg := Config{Mode: mode, FirstAnswerAlone: true}
+		cfg.SetDefaults()
+		c := New(cfg, Params{Rate: algorithms.PerSecond(100), Burst: 10, Batch: 1, MaxInFlight: 4, Bucket: &bucketLog{}}, clk.Now())
+		if c.ConcurrencyCap() != 0 {
+			t.Errorf("mode %v: cap %d before any answer; want none", mode, c.ConcurrencyCap())
+		}
+	}
+}

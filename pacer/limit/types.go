@@ -74,6 +74,14 @@ type Config struct {
 	// the controller's start) and still be started from; 0:
 	// DefaultLearnedMaxAge; negative: any age.
 	LearnedMaxAge time.Duration
+	// FirstAnswerAlone (mode Auto): until the downstream's first answer is
+	// observed, one request is in flight at a time, so what that answer
+	// says (a small budget left, a window's reset) paces the rest before
+	// they are sent. route.Router sets it for every destination it opens:
+	// many engines starting at once under load would otherwise each send
+	// MaxInFlight requests before any answer, and a small bucket (2 at
+	// 5/s) refuses most of them. It costs one round trip at the start.
+	FirstAnswerAlone bool
 }
 
 // SetDefaults fills c's zero fields (Interval, Decrease, the PID gains

@@ -105,6 +105,10 @@ func (r *Router) open(l *lane) error {
 	} else {
 		fromLearned = false // nothing remembered, or Engine gave its own
 	}
+	// A destination opened is unknown: its first answer goes out alone
+	// (with many opened at once, blind sends are what a small limit
+	// refuses).
+	cfg.Adaptive.FirstAnswerAlone = true
 	if cfg.Logger != nil {
 		// Every line the engine logs (its limit, breaker, reloads) says
 		// which destination it paces.
