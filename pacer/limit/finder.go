@@ -362,6 +362,12 @@ func (f *limitFinder) burstFor(r float64) int {
 		// than its rate: a burst only adds latency there.
 		return f.minBst
 	}
+	if f.behaviour == BehaviourPenaltyBox {
+		// One that counts every request over its window shuts when the
+		// cruise plus a burst passes its quota: at 98% of 50/s a burst of
+		// 3 is over it, and each shut costs a held window.
+		return f.minBst
+	}
 	return min(max(int(math.Ceil(r*lfBurstShare)), f.minBst), max(f.cfgBurst, f.minBst))
 }
 

@@ -345,6 +345,11 @@ func TestLimitFinderPenaltyBox(t *testing.T) {
 		if f.limit < 48 || f.limit > 52 || f.rate > f.limit {
 			t.Errorf("limit %.1f rate %.1f, want the 50 it accepted in the window before it shut, cruised under", f.limit, f.rate)
 		}
+		// It counts every request over its window: a burst on top of a
+		// cruise at 98% passes its quota and shuts it again.
+		if f.burst != 1 {
+			t.Errorf("burst %d, want 1 (no burst against a penalty box)", f.burst)
+		}
 	}
 }
 
