@@ -41,12 +41,21 @@ func (w *windowEdge) rolling(now time.Time, win time.Duration) bool {
 }
 
 // window is the policy's window, else the longest reset seen, in whole
-// seconds (0 unknown).
+// seconds, at least one once a reset was seen (0 unknown): a first answer
+// in the last half second of a window (GitHub's Unix-seconds reset 0.15 s
+// away) says only that the window is not shorter than that, and a second
+// is the shortest window APIs use. Without it the quota's rate stayed
+// unknown, remaining/left (growing to 2,700/s at the window's end) was
+// taken as the limit, and the next window's first requests went out at the
+// configured rate before its budget was known.
 func (w *windowEdge) window(rl *RateLimitInfo) time.Duration {
 	if rl.Window > 0 {
 		return rl.Window
 	}
-	return w.longest.Round(time.Second)
+	if w.longest <= 0 {
+		return 0
+	}
+	return max(time.Second, w.longest.Round(time.Second))
 }
 
 func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration) time.Duration {

@@ -715,3 +715,27 @@ func TestLimitFinderHeadersSetTheBurst(t *testing.T) {
 		t.Errorf("rolling window: burst %d, want 1", f.burst)
 	}
 }
+
+// A window's length is the policy's, else the longest reset seen in whole
+// seconds; a reset seen only in a window's last half second (0.15 s) makes
+// it a second, the shortest APIs use, not unknown (which left the quota's
+// rate unknown and took remaining/left, 2,700/s at the end, as the limit).
+func TestWindowEdgeWindowFromResets(t *testing.T) {
+	var w windowEdge
+	rl := &RateLimitInfo{Limit: 50, Remaining: 49}
+	if got := w.window(rl); got != 0 {
+		t.Errorf("no reset seen: window %v, want 0 (unknown)", got)
+	}
+	w.longest = 150 * time.Millisecond
+	if got := w.window(rl); got != time.Second {
+		t.Errorf("longest reset 150ms: window %v, want 1s", got)
+	}
+	w.longest = 59*time.Second + 700*time.Millisecond
+	if got := w.window(rl); got != time.Minute {
+		t.Errorf("longest reset 59.7s: window %v, want 1m", got)
+	}
+	rl.Window = time.Hour
+	if got := w.window(rl); got != time.Hour {
+		t.Errorf("policy window 1h: window %v, want it", got)
+	}
+}
