@@ -11,9 +11,8 @@ import "time"
 // narrows where the windows' edges lie (the intersection of those spans,
 // a whole number of windows apart), so the phase is known to within the
 // closest two answers ever came around an edge, even where answers come
-// a quarter of a second apart (a small quota). From the first edge seen,
-// the next resets follow every Window, at the latest the phase allows
-// (never early), and a
+// a quarter of a second apart (a small quota). The next resets follow
+// every Window, at the latest the phase allows (never early), and a
 // predicted reset inside the header's rounding (left-1s, left] is used
 // instead of left. An absolute reset (ResetAt) is exact already and is
 // used as is. Not safe for concurrent use (the controller's lock).
@@ -85,12 +84,7 @@ func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration
 	if !rl.ResetAt.IsZero() || left <= 0 || left%time.Second != 0 {
 		return left
 	}
-	// From the first edge seen on: its latest end is never before the
-	// true edge, so the reset predicted from it is never early, and it is
-	// within the answers' spacing where a whole-second reset is within a
-	// second. (Waiting for a second edge to agree cost a small window
-	// most of its first three seconds' budget.)
-	if w.hi.IsZero() || win <= 0 {
+	if !w.confirmed || win <= 0 {
 		return left
 	}
 	k := now.Sub(w.hi)/win + 1

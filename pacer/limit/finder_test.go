@@ -739,25 +739,3 @@ func TestWindowEdgeWindowFromResets(t *testing.T) {
 		t.Errorf("policy window 1h: window %v, want it", got)
 	}
 }
-
-// One edge seen (Remaining jumped back up between two answers) already
-// places the next resets, at the latest that edge allows: a whole-second
-// "t=1" read as is would spread each window's budget over a second that is
-// partly gone. Before, two agreeing edges were needed, and a 5/s window
-// delivered 2-4 a second for its first three seconds (50 destinations at
-// once: 92.7-94.9% of their limit in some runs).
-func TestWindowEdgeOneEdgePredicts(t *testing.T) {
-	clk := testkit.NewClock(testkit.T0.Add(700 * time.Millisecond))
-	var w windowEdge
-	rl := func(rem int64) *RateLimitInfo {
-		return &RateLimitInfo{Limit: 5, Remaining: rem, Reset: time.Second, Window: time.Second}
-	}
-	w.refine(clk.Now(), rl(1), time.Second) // 0.7 s into a window
-	clk.Add(400 * time.Millisecond)         // the edge at 1.0 s lies in (0.7, 1.1]
-	w.refine(clk.Now(), rl(4), time.Second)
-	clk.Add(400 * time.Millisecond) // 1.5 s: the next edge at 2.1 s at the latest
-	got := w.refine(clk.Now(), rl(2), time.Second)
-	if want := 600 * time.Millisecond; got != want || !w.predicted {
-		t.Errorf("after one edge: left %v (predicted %v), want %v (the latest the edge allows)", got, w.predicted, want)
-	}
-}
