@@ -229,7 +229,11 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 		t.Fatalf("config: %v", err)
 	}
 	var logs testkit.Buffer
-	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})), io.Discard, nil)
+	level := slog.LevelWarn
+	if os.Getenv("PACER_BEHIND_LOG") == "info" { // the limit finder's decisions too
+		level = slog.LevelInfo
+	}
+	w, err := runner.New(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level})), io.Discard, nil)
 	if err != nil {
 		t.Fatalf("worker: %v", err)
 	}
@@ -248,7 +252,7 @@ func runPacer(t *testing.T, natsURL, name string, a api, n int) {
 	if st.DeadLettered > 0 || st.Rejected > 0 {
 		t.Errorf("pacer dead-lettered %d, rejected %d: throttling must lose nothing", st.DeadLettered, st.Rejected)
 	}
-	t.Logf("pacer %s: learned limit %.1f/s, rate %.1f/s at the end; warnings:\n%s", name, st.LearnedLimit, st.Rate, logs.String())
+	t.Logf("pacer %s: learned limit %.1f/s, rate %.1f/s at the end; log:\n%s", name, st.LearnedLimit, st.Rate, logs.String())
 }
 
 // runLoop sends n requests through a fixed-rate x/time/rate loop (burst
@@ -332,7 +336,8 @@ func deadline(n int) time.Duration {
 //
 // It takes minutes (1,500 messages at 50/s are 30 s per row), so it runs
 // only with PACER_BEHIND_LIMITERS=1; PACER_BEHIND_MESSAGES changes the
-// backlog. It asserts only that nothing was lost or dead-lettered.
+// backlog; PACER_BEHIND_LOG=info logs the limit
+// finder's decisions. It asserts only that nothing was lost or dead-lettered.
 func TestBehindRealLimiters(t *testing.T) {
 	if os.Getenv("PACER_BEHIND_LIMITERS") == "" {
 		t.Skip("measures for minutes: PACER_BEHIND_LIMITERS=1 go test -count=1 -v -run TestBehindRealLimiters ./internal/testsupport/gateway | grep RESULT")
