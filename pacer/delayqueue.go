@@ -27,6 +27,10 @@ func (q delayQueue) push(it *item, due time.Time) {
 
 func isSuspect(it *item) bool { return it.suspect }
 
+// isRetry is an item waiting out a retry's backoff (not a parked suspect,
+// nor one freed by its key and due already).
+func isRetry(it *item) bool { return !it.suspect }
+
 // dueNow makes every waiting message (with held, only those the breaker
 // held) due at now, and wakes the couriers: the operator's word that the
 // downstream is fine again goes for retries already scheduled. It returns

@@ -46,6 +46,7 @@ type Engine struct {
 	sh      *shaper
 	ctrl    *limit.Controller
 	back    *backoff
+	failRun atomic.Int64 // attempts failed in a row (retried, no Retry-After) since the last delivery
 	delayed delayQueue
 	pause   pauser
 	brk     *breaker.Breaker // nil: Breaker.Disabled

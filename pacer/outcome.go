@@ -19,6 +19,7 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 	case Delivered:
 		e.stats.delivered.Add(1)
 		e.breakerDelivered()
+		e.recovered(now)
 		e.settle(it, SettledAck, 0, "")
 	case Reject:
 		if e.permanentFailure(it, r.Err, now) {
@@ -48,11 +49,40 @@ func (e *Engine) decide(it *item, r Result, now time.Time) {
 			return
 		}
 		e.stats.retried.Add(1)
+		if r.RetryAfter <= 0 {
+			e.failRun.Add(1)
+		}
 		e.noteRetry(now, it.m, err)
 		for _, h := range e.hooks.retry {
 			h.OnRetry(it.m, delay, err)
 		}
 		e.delayed.push(it, now.Add(delay))
+	}
+}
+
+// recoveredAfter failed attempts in a row, then a delivery: the
+// downstream answers again (an outage ended, a deploy finished).
+const recoveredAfter = 5
+
+// recovered is decide's part for a delivery: when it ends a run of at
+// least recoveredAfter failed attempts, the retries still waiting out
+// their backoff from that run go again now, at the shaper's pace, instead
+// of at the end of a backoff that grew while the downstream was down (up
+// to Retry.Max: a recovered API's last messages came seconds after the
+// rest). A wait the downstream asked for (Retry-After) is not counted in
+// the run and is still kept by the controller's gate; messages the open
+// breaker holds go by its own rules.
+func (e *Engine) recovered(now time.Time) {
+	run := e.failRun.Swap(0)
+	if run < recoveredAfter {
+		return
+	}
+	if now.IsZero() {
+		now = e.clock.Now()
+	}
+	if n := e.delayed.DueNow(now, isRetry); n > 0 {
+		e.log.Info("pacer: the downstream answers again: retries waiting out their backoff go now",
+			"failed_in_a_row", run, "retries_due_now", n)
 	}
 }
 

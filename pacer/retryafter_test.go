@@ -3,6 +3,8 @@ package pacer_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -90,6 +92,62 @@ func TestRateLimitHeadersExhaustedPausesUntilReset(t *testing.T) {
 		}
 		if got := led.Count(pacer.SettledAck); got != 40 {
 			t.Errorf("acked %d, want 40", got)
+		}
+	})
+}
+
+// TestRecoveredRetriesGoNow: an API answers 500 to everything for 10 s,
+// then recovers. The messages wait out an exponential backoff that grew
+// while it was down (up to Retry.Max, 30 s); once a delivery succeeds
+// after the run of failures, they go again at once, not at the end of
+// their backoff: the backlog drains at the API's pace from then. Before,
+// the last few of the demo's broken destination came 4-8 s after the
+// rest, one at each backoff's end.
+func TestRecoveredRetriesGoNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 200
+		src := newBrokerSource()
+		src.publish(0, n)
+		src.close()
+		start := time.Now()
+		fixedAt := start.Add(10 * time.Second)
+		var mu sync.Mutex
+		var firstOK, lastOK time.Time
+		sink := classSink{&pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			now := time.Now()
+			if now.Before(fixedAt) {
+				return pacer.Result{Outcome: pacer.Retry, Err: &classErr{class: "http 500"}}, pacer.Feedback{Status: 500}, time.Millisecond
+			}
+			mu.Lock()
+			if firstOK.IsZero() {
+				firstOK = now
+			}
+			lastOK = now
+			mu.Unlock()
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, time.Millisecond
+		}}}
+		dl := &pacertest.DeadLetters{}
+		log := &lockedBuf{}
+		e, err := pacer.New(pacer.Config{Source: src, Sink: sink, DeadLetter: dl, MaxInFlight: 4, QueueSize: 64,
+			Retry:  pacer.RetryConfig{MaxAttempts: 100, Initial: 100 * time.Millisecond, Max: 30 * time.Second},
+			Logger: slog.New(slog.NewTextHandler(log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		if err := e.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := src.count(pacer.SettledAck); got != n || len(dl.Entries()) > 0 {
+			t.Fatalf("acked %d of %d, dead-lettered %d", got, n, len(dl.Entries()))
+		}
+		// Unpaced, 4 in flight, 1 ms each: the backlog takes well under a
+		// second once the API answers; a backoff left running takes up to
+		// 30 s.
+		if tail := lastOK.Sub(firstOK); tail > time.Second {
+			t.Errorf("last delivery %v after the first once the API recovered (at %v, first delivery at %v): retries waited out their backoff\n%s",
+				tail, fixedAt.Sub(start), firstOK.Sub(start), log)
 		}
 	})
 }
