@@ -54,9 +54,10 @@ const None = -1
 
 // RetryConfig governs retryable results.
 //
-// The delay before attempt k+1 is a full-jitter exponential backoff,
-// uniform in [0, min(Max, Initial*2^k)), or the downstream's Retry-After if
-// that is later. After MaxAttempts attempts, or once MaxTime has passed
+// The delay before attempt k+1 is an exponential backoff with equal
+// jitter, uniform in [c/2, c) where c is min(Max, Initial*2^(k-1)), or the
+// downstream's Retry-After if that is later: with the defaults a message's
+// 10 attempts span at least 25.5s. After MaxAttempts attempts, or once MaxTime has passed
 // since the first attempt, the message is dead-lettered.
 type RetryConfig struct {
 	Initial     time.Duration // 0: 100ms

@@ -59,7 +59,8 @@ func TestDeadLetterPaths(t *testing.T) {
 					t.Errorf("%s settled %v reason %q, want term with reason", id, s.How, s.Reason)
 				}
 			}
-			// Full jitter: attempt k+1 comes at most Initial*2^(k-1) after attempt k ends.
+			// Equal jitter: attempt k+1 comes at least half of Initial*2^(k-1)
+			// and at most all of it after attempt k ends.
 			var last time.Time
 			k := 0
 			for _, a := range sink.Deliveries() {
@@ -67,8 +68,8 @@ func TestDeadLetterPaths(t *testing.T) {
 					continue
 				}
 				if k > 0 {
-					if gap, ceil := a.At.Sub(last), time.Second<<(k-1); gap > ceil {
-						t.Errorf("attempt %d came %v after the previous, over the backoff ceiling %v", a.Attempt, gap, ceil)
+					if gap, ceil := a.At.Sub(last), time.Second<<(k-1); gap > ceil || gap < ceil/2 {
+						t.Errorf("attempt %d came %v after the previous, outside the backoff's [%v, %v]", a.Attempt, gap, ceil/2, ceil)
 					}
 				}
 				last, k = a.End, k+1

@@ -60,7 +60,9 @@ func fairOffTrace(t *testing.T) string {
 // TestFairnessOffUnchanged: with Fairness and Priority nil the engine's
 // deliveries are byte for byte those of the engine before fairness existed
 // (testdata/fairoff.sha256 was produced by this test on commit 738c946's
-// parent; PACER_GOLDEN=1 prints the current digest).
+// parent, and produced again, fairness still off, when the retry backoff
+// became equal jitter: the trace's retries come at other times;
+// PACER_GOLDEN=1 prints the current digest).
 func TestFairnessOffUnchanged(t *testing.T) {
 	trace := fairOffTrace(t)
 	got := fmt.Sprintf("%x", sha256.Sum256([]byte(trace)))

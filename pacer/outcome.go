@@ -86,9 +86,14 @@ func (e *Engine) recovered(now time.Time) {
 	}
 }
 
-// backoff computes retry delays: full jitter over an exponential ceiling,
-// or the downstream's Retry-After when that is later. Safe for concurrent
-// use; seeded by RetryConfig.Seed for reproducible runs.
+// backoff computes retry delays: "equal jitter" over an exponential
+// ceiling (half the ceiling, plus up to as much again at random), or the
+// downstream's Retry-After when that is later. The fixed half bounds how
+// fast a message can use up its attempts: with the defaults (100ms up to
+// 30s, 10 attempts) its retries span at least 25.5s, so an outage of a few
+// seconds dead-letters nothing; full jitter (uniform from zero) let a
+// message spend 10 attempts in 6s of a 10s outage now and then. Safe for
+// concurrent use; seeded by RetryConfig.Seed for reproducible runs.
 type backoff struct {
 	mu      sync.Mutex
 	rnd     *rand.Rand
@@ -105,18 +110,18 @@ func newBackoff(c RetryConfig) *backoff {
 }
 
 // delay returns the wait before the attempt after attempt number attempt
-// (1 after the first): uniform in [0, min(max, initial*2^(attempt-1))),
-// raised to retryAfter if that is later.
+// (1 after the first): uniform in [c/2, c) where c is
+// min(max, initial*2^(attempt-1)), raised to retryAfter if that is later.
 func (b *backoff) delay(attempt int, retryAfter time.Duration) time.Duration {
 	ceil := b.initial
 	for i := 1; i < attempt && ceil < b.max; i++ {
 		ceil *= 2
 	}
 	ceil = min(ceil, b.max)
-	var d time.Duration
-	if ceil > 0 {
+	d := ceil / 2
+	if half := ceil - d; half > 0 {
 		b.mu.Lock()
-		d = time.Duration(b.rnd.Int64N(int64(ceil)))
+		d += time.Duration(b.rnd.Int64N(int64(half)))
 		b.mu.Unlock()
 	}
 	return max(d, retryAfter)

@@ -387,8 +387,9 @@ type DeadLetter struct {
 }
 
 // Retry governs transient failures. Every attempt is admitted by the
-// shaper. Backoff is exponential with full jitter, from initial_backoff up
-// to max_backoff, or the downstream's Retry-After if later.
+// shaper. Backoff is exponential with equal jitter (half the step fixed,
+// half random), from initial_backoff up to max_backoff, or the
+// downstream's Retry-After if later.
 type Retry struct {
 	// MaxAttempts counts deliveries including the first; after the last a
 	// message is dead-lettered. none retries forever.
