@@ -90,6 +90,7 @@ const (
 	lfBurstFloor      = 0.85            // the burst-corrected bound takes at most 15% off
 	lfShortEvidence   = 2 * time.Second // less evidence than this takes off at most
 	lfShortCut        = 0.5             // this share of the rate
+	lfEdgeSlack       = 100 * time.Millisecond
 )
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
@@ -182,20 +183,30 @@ type limitFinder struct {
 	inexact   float64
 	inexactAt time.Time
 
-	headroom   float64       // cruise at this share of the limit (follows the refusals seen)
-	exact      bool          // the limit was measured exactly (a saturated span, a penalty box's quota)
-	cleanSince time.Time     // cruising without a refusal since (narrows the headroom)
-	probeStep  float64       // the next probe's step over the limit
-	satStart   time.Time     // the current span of refusals at most lfSatGap apart, ungated
-	satN       int           // refusals in it
-	lat        time.Duration // the last accepted answer's latency: answers within it of a moment were to requests sent before it
-	behaviour  Behaviour     // how the downstream was seen to limit
-	header     string        // the rate-limit header it advertises its budget in ("" none)
-	shared     bool          // another client spends the same advertised budget
-	penalties  int           // penalty-box holds in a row
-	boxUntil   time.Time     // the last penalty-box hold's end
-	hold       time.Time     // a hold the controller must raise as a gate (zero: none)
-	holdCause  string
+	headroom float64 // cruise at this share of the limit (follows the refusals seen)
+	// hdrRoom is the share of an advertised budget's rate spent: 1 until
+	// the downstream refuses a request the budget said it had room for
+	// (our spacing arrives tighter than its clock counts: a bucket of one
+	// at exactly its rate refuses on jitter), then lfHeadroomStep less per
+	// refusal, down to lfHeadroomMin, narrowing again by half a step per
+	// lfHeadroomClean without one (since hdrRoomAt).
+	hdrRoom      float64
+	hdrRoomAt    time.Time
+	hdrFirst     time.Time     // the first answer with an advertised budget (zero: none yet)
+	edgeRefusals int           // refusals of requests that met a window's reset
+	exact        bool          // the limit was measured exactly (a saturated span, a penalty box's quota)
+	cleanSince   time.Time     // cruising without a refusal since (narrows the headroom)
+	probeStep    float64       // the next probe's step over the limit
+	satStart     time.Time     // the current span of refusals at most lfSatGap apart, ungated
+	satN         int           // refusals in it
+	lat          time.Duration // the last accepted answer's latency: answers within it of a moment were to requests sent before it
+	behaviour    Behaviour     // how the downstream was seen to limit
+	header       string        // the rate-limit header it advertises its budget in ("" none)
+	shared       bool          // another client spends the same advertised budget
+	penalties    int           // penalty-box holds in a row
+	boxUntil     time.Time     // the last penalty-box hold's end
+	hold         time.Time     // a hold the controller must raise as a gate (zero: none)
+	holdCause    string
 }
 
 // Behaviour is how the downstream was seen to limit, for /status, the log
@@ -242,7 +253,7 @@ func newLimitFinder(ceiling, floor float64, burst, minBurst int, now time.Time) 
 	return &limitFinder{
 		ceiling: ceiling, floor: floor, cfgBurst: burst, minBst: max(1, minBurst),
 		rate: ceiling, burst: burst, start: now, probeEvery: lfProbeFirst,
-		headroom: lfHeadroom, probeStep: lfProbeStep, inexact: lfHeadroomInexact,
+		headroom: lfHeadroom, probeStep: lfProbeStep, inexact: lfHeadroomInexact, hdrRoom: 1,
 	}
 }
 
@@ -451,10 +462,36 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	passed := f.passes // probes passed in a row, the last just before this
 	f.passes = 0
 	if !f.hdrUntil.IsZero() && now.Before(f.hdrUntil) {
-		// The advertised budget drives the rate; a throttle only brings
-		// the burst down, and says someone else spends it too.
-		if f.throts > 1 {
+		// The advertised budget drives the rate; a throttle brings the
+		// burst down, and says our spacing is too tight for the
+		// downstream's clock or someone else spends the budget too.
+		edge := f.hdrUntil.Sub(now)
+		if edge < 0 {
+			edge = -edge
+		}
+		switch {
+		case f.hdrFirst.IsZero() || !now.Add(-f.lat).After(f.hdrFirst):
+			// A request of the start-up's, sent before the first answer
+			// said what is left: no evidence of either.
+		case edge <= max(2*f.lat, lfEdgeSlack):
+			// One that met a window's reset on the way (a lower rate
+			// would not have helped it): twice, and the last unit before
+			// a reset is kept in reserve (see reserve).
+			f.edgeRefusals++
+			if f.edgeRefusals > 1 {
+				f.shared = true
+			}
+		case f.hdrRoom <= lfHeadroomMin:
+			// Refused within the budget still, paced 10% under it:
+			// another client spends it.
 			f.shared = true
+		default:
+			// Refused within the budget it advertised, paced at it: the
+			// spacing arrives tighter than its clock counts (a bucket of
+			// one at exactly its rate refuses on jitter). Paced a little
+			// under it from now on.
+			f.hdrRoom, f.hdrRoomAt = max(lfHeadroomMin, f.hdrRoom-lfHeadroomStep), now
+			f.rate = f.clamp(f.rate * (1 - lfHeadroomStep))
 		}
 		f.burst = f.burstFor(f.rate)
 		return true
@@ -803,12 +840,18 @@ func (f *limitFinder) outage(now time.Time) bool {
 func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration, limit float64, quota int64, window time.Duration, rolling bool) {
 	f.probing = false
 	f.src = FromHeaders
+	if f.hdrFirst.IsZero() {
+		f.hdrFirst = now
+	}
 	if limit > 0 {
 		f.limit = limit
 	}
+	if f.hdrRoom < 1 && now.Sub(f.hdrRoomAt) >= lfHeadroomClean {
+		f.hdrRoom, f.hdrRoomAt = min(1, f.hdrRoom+lfHeadroomStep/2), now
+	}
 	if left <= 0 {
 		if f.limit > 0 {
-			f.rate = f.clamp(f.limit)
+			f.rate = f.clamp(f.limit * f.hdrRoom)
 		}
 		return
 	}
@@ -821,7 +864,7 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		// alone would cost a small quota a fifth of its rate.
 		reserve := max(float64(f.reserve()), float64(quota)/40)
 		r := (float64(quota) - reserve - float64(foreign)) / window.Seconds()
-		f.rate = f.clamp(min(r, f.limit))
+		f.rate = f.clamp(min(r, f.limit) * f.hdrRoom)
 		f.burst = f.burstFor(f.rate)
 		return
 	}
@@ -862,12 +905,12 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		// Spent but for the reserve: the gate waits for the reset (see
 		// controller.observe), and the rate then is the quota's.
 		if f.limit > 0 {
-			f.rate = f.clamp(f.limit)
+			f.rate = f.clamp(f.limit * f.hdrRoom)
 		}
 	case f.limit > 0:
-		f.rate = f.clamp(min(r, f.limit))
+		f.rate = f.clamp(min(r, f.limit) * f.hdrRoom)
 	default:
-		f.rate = f.clamp(r)
+		f.rate = f.clamp(r * f.hdrRoom)
 	}
 	// A budget read from headers is spread, not sent at once: "r more in
 	// the next second" is what a token bucket also says, and one of 2
@@ -884,7 +927,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 		// limit it taught, cruise under it.
 		f.hdrUntil = time.Time{}
 		if f.src == FromHeaders && f.limit > 0 {
-			f.rate = f.clamp(f.limit)
+			f.rate = f.clamp(f.limit * f.hdrRoom)
 			return true
 		}
 	}

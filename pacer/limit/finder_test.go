@@ -739,3 +739,52 @@ func TestWindowEdgeWindowFromResets(t *testing.T) {
 		t.Errorf("policy window 1h: window %v, want it", got)
 	}
 }
+
+// A downstream that refuses a request its advertised budget had room for
+// (a bucket of one, paced at exactly its rate, refuses on jitter: the
+// demo's tiny-blog took 4-7 429s for 35 messages, each costing a
+// second's Retry-After) is then paced 2% under what its headers say, per
+// such refusal, narrowing back by 1% a minute. Not for a refusal of the
+// start-up (a request sent before the first answer told the budget), nor
+// for one that met a window's reset (a lower rate would not have helped).
+func TestLimitFinderHeadersRefusedWithinBudget(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(250, 1, 10, 1, clk.Now())
+	f.lat = time.Millisecond
+	step := func(d time.Duration) {
+		for range int(d / (200 * time.Millisecond)) {
+			clk.Add(200 * time.Millisecond)
+			f.delivered(clk.Now(), 1)
+			f.headers(clk.Now(), 5, time.Second, 5, 5, time.Second, false)
+		}
+	}
+	step(200 * time.Millisecond)
+	if f.rate != 5 {
+		t.Fatalf("rate %.2f/s from \"5 more in the next second\", want 5", f.rate)
+	}
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true) // sent before the first answer
+	if f.rate != 5 || f.hdrRoom != 1 {
+		t.Errorf("a start-up request refused: rate %.2f/s, share %.2f, want 5 and 1", f.rate, f.hdrRoom)
+	}
+	step(2 * time.Second)
+	f.refusal(clk.Now(), clk.Now().Add(time.Second), true)
+	if math.Abs(f.rate-4.9) > 1e-9 {
+		t.Errorf("refused within the budget: rate %.3f/s, want 4.9", f.rate)
+	}
+	step(2 * time.Second)
+	if math.Abs(f.rate-4.9) > 1e-9 {
+		t.Errorf("the next answers: rate %.3f/s, want still 4.9", f.rate)
+	}
+	// Near a window's reset: the budget's edge, not the spacing.
+	clk.Add(200 * time.Millisecond)
+	f.delivered(clk.Now(), 1)
+	f.headers(clk.Now(), 1, 50*time.Millisecond, 5, 5, time.Second, false)
+	f.refusal(clk.Now().Add(40*time.Millisecond), clk.Now().Add(time.Second), true)
+	if f.hdrRoom != 0.98 {
+		t.Errorf("refused at a window's reset: share %.2f, want 0.98 unchanged", f.hdrRoom)
+	}
+	step(61 * time.Second)
+	if math.Abs(f.rate-4.95) > 1e-9 {
+		t.Errorf("a minute without a refusal: rate %.3f/s, want 4.95", f.rate)
+	}
+}
