@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -269,6 +270,46 @@ func TestRateLimitHeaderCapEndsWithItsWindow(t *testing.T) {
 		// Pinned at 5/s it would take 80s.
 		if took > 6*time.Second {
 			t.Errorf("400 messages took %v: the header cap outlived its window", took)
+		}
+	})
+}
+
+// While FirstAnswerAlone holds a destination to one request until its
+// first answer, Status says so (awaiting_first_answer, concurrency_limit
+// 1): a first request that is never answered holds the destination until
+// the sink's timeout, and that wait is visible rather than silent.
+func TestStatusShowsTheFirstAnswerHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int64
+		sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
+			if calls.Add(1) == 1 {
+				<-release
+			}
+			return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, time.Millisecond
+		}}
+		e, err := pacer.New(pacer.Config{Source: pacertest.NewSource(pacertest.Messages(20)), Sink: sink, MaxInFlight: 8,
+			Shaping:  pacer.Shaping{Rate: algorithms.PerSecond(100), Burst: 10},
+			Adaptive: pacer.AdaptiveConfig{Mode: pacer.AdaptiveAuto, FirstAnswerAlone: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st := e.Status()
+		if !st.AwaitingFirstAnswer || st.ConcurrencyLimit != 1 || calls.Load() != 1 {
+			t.Errorf("first request unanswered for 1s: awaiting %v, concurrency limit %d, %d sent; want true, 1, 1",
+				st.AwaitingFirstAnswer, st.ConcurrencyLimit, calls.Load())
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if st := e.Status(); st.AwaitingFirstAnswer || st.ConcurrencyLimit != 0 || st.Delivered != 20 {
+			t.Errorf("after the first answer: awaiting %v, concurrency limit %d, delivered %d; want false, 0, 20",
+				st.AwaitingFirstAnswer, st.ConcurrencyLimit, st.Delivered)
 		}
 	})
 }

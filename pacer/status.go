@@ -74,11 +74,18 @@ type Status struct {
 	// it accepts), "penalty-box" (refused requests count against the limit:
 	// nothing is accepted for a while after 429s), "queueing" (latency
 	// rises with no 429: it queues the excess); "" nothing recognised yet.
-	// ConcurrencyLimit is the in-flight cap the latency signal set while
-	// the downstream queues (0: none, MaxInFlight holds).
-	LimitBehaviour   string `json:"limit_behaviour,omitempty"`
-	LimitHeader      string `json:"limit_header,omitempty"`
-	ConcurrencyLimit int    `json:"concurrency_limit,omitempty"`
+	// ConcurrencyLimit is the in-flight cap in force (0: none, MaxInFlight
+	// holds): 1 while AwaitingFirstAnswer, then the one the latency signal
+	// set while the downstream queues.
+	// AwaitingFirstAnswer says one request is out and nothing else goes
+	// until it is answered (AdaptiveConfig.FirstAnswerAlone: a Router's
+	// destinations), so the first answer's budget is read before a
+	// burst; a request that is never answered holds it until the sink's
+	// timeout.
+	LimitBehaviour      string `json:"limit_behaviour,omitempty"`
+	LimitHeader         string `json:"limit_header,omitempty"`
+	ConcurrencyLimit    int    `json:"concurrency_limit,omitempty"`
+	AwaitingFirstAnswer bool   `json:"awaiting_first_answer,omitempty"`
 
 	Consumed         uint64 `json:"consumed"`
 	Admitted         uint64 `json:"admitted"`
@@ -149,8 +156,9 @@ func (e *Engine) Status() Status {
 	lim, src, last, _ := e.ctrl.Learned()
 	s.LearnedLimit, s.LimitSource = lim, src.String()
 	s.LimitShared = e.ctrl.Shared()
-	b, hdr, cc := e.ctrl.Recognised()
-	s.LimitBehaviour, s.LimitHeader, s.ConcurrencyLimit = b.String(), hdr, cc
+	b, hdr, _ := e.ctrl.Recognised()
+	s.LimitBehaviour, s.LimitHeader = b.String(), hdr
+	s.ConcurrencyLimit, s.AwaitingFirstAnswer = int(e.ctrl.ConcurrencyCap()), e.ctrl.AwaitingFirstAnswer()
 	s.LimitBoardError = e.ctrl.BoardErr()
 	s.SinceThrottle = -1
 	if !last.IsZero() {

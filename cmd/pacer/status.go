@@ -177,6 +177,8 @@ func printRoutes(row func(k, format string, args ...any), r *runner.RoutesStatus
 			state = "breaker open: " + e.Breaker.Class
 		case e.Paused:
 			state = "paused (" + strings.Join(e.PauseReasons, ", ") + ")"
+		case e.AwaitingFirstAnswer:
+			state = "waiting for its first answer (one request out)"
 		}
 		limit := "no learned limit"
 		if e.LearnedLimit > 0 {
