@@ -315,7 +315,7 @@ func (c *Controller) Observe(now time.Time, a Answer) {
 	if rl != nil {
 		left = resetIn(rl, now)
 		c.mu.Lock()
-		left = c.edge.refine(now, rl, left)
+		left = c.edge.refine(now, rl, left, throttled)
 		if rl.Warning != "" && (rl.Warning != c.lastWarn || now.Sub(c.lastWarnAt) >= time.Minute) && c.warn != nil {
 			c.lastWarn, c.lastWarnAt = rl.Warning, now
 			c.warn("pacer: downstream rate-limit header ignored", "reason", rl.Warning)

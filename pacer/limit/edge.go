@@ -7,18 +7,22 @@ import "time"
 // read as is, such a reset costs up to a second per window (the budget is
 // spread over a second that is partly gone, and a spent window waits a
 // whole second). The edge is seen when Remaining jumps up by a good part
-// of the quota between two answers: it lies between them. Each edge seen
+// of the quota between two accepted answers: it lies between them (a
+// refusal's Remaining says 0 whatever the limiter is: a token bucket's
+// next answer then shows what it refilled, which is no window's edge).
+// Each edge seen
 // narrows where the windows' edges lie (the intersection of those spans,
 // a whole number of windows apart), so the phase is known to within the
 // closest two answers ever came around an edge, even where answers come
-// a quarter of a second apart (a small quota). The next resets follow
-// every Window, at the latest the phase allows (never early), and a
+// a quarter of a second apart (a small quota). From the first edge seen,
+// the next resets follow every Window, at the latest the phase allows
+// (never early), and a
 // predicted reset inside the header's rounding (left-1s, left] is used
 // instead of left. An absolute reset (ResetAt) is exact already and is
 // used as is. Not safe for concurrent use (the controller's lock).
 type windowEdge struct {
 	prevRem int64
-	prevAt  time.Time
+	prevAt  time.Time // the last accepted answer with a budget
 	edge    time.Time // the last edge seen (the answer after it)
 	// lo, hi: an edge lies in (lo, hi] (and every Window from it) as far
 	// as the edges seen agree; confirmed once two did.
@@ -58,7 +62,9 @@ func (w *windowEdge) window(rl *RateLimitInfo) time.Duration {
 	return max(time.Second, w.longest.Round(time.Second))
 }
 
-func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration) time.Duration {
+// refine returns the reset to use for an answer at now whose headers say
+// rl and left; refused says the answer throttled (a 429, a 503).
+func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration, refused bool) time.Duration {
 	if left > 0 && left <= time.Hour {
 		w.longest = max(w.longest, left)
 	}
@@ -73,18 +79,25 @@ func (w *windowEdge) refine(now time.Time, rl *RateLimitInfo, left time.Duration
 	if rl.Limit > 0 {
 		thr = max(thr, rl.Limit/4)
 	}
-	if !w.prevAt.IsZero() && now.After(w.prevAt) && rl.Remaining-w.prevRem >= thr {
-		w.seen(w.prevAt, now, win)
-		w.edge = now
-	}
-	if now.After(w.prevAt) {
-		w.prevRem, w.prevAt = rl.Remaining, now
+	if !refused {
+		if !w.prevAt.IsZero() && now.After(w.prevAt) && rl.Remaining-w.prevRem >= thr {
+			w.seen(w.prevAt, now, win)
+			w.edge = now
+		}
+		if now.After(w.prevAt) {
+			w.prevRem, w.prevAt = rl.Remaining, now
+		}
 	}
 	w.predicted = false
 	if !rl.ResetAt.IsZero() || left <= 0 || left%time.Second != 0 {
 		return left
 	}
-	if !w.confirmed || win <= 0 {
+	// From the first edge seen on: its latest end is never before the
+	// true edge, so the reset predicted from it is never early, and it is
+	// within the answers' spacing where a whole-second reset is within a
+	// second. (Waiting for a second edge to agree cost a small window
+	// most of its first three seconds' budget.)
+	if w.hi.IsZero() || win <= 0 {
 		return left
 	}
 	k := now.Sub(w.hi)/win + 1

@@ -107,7 +107,7 @@ func TestWindowEdgeRolling(t *testing.T) {
 			var w windowEdge
 			for i := range 250 {
 				rl := &RateLimitInfo{Limit: 50, Remaining: tc.rem(i), Reset: time.Second, Window: time.Second}
-				w.refine(clk.Now(), rl, time.Second)
+				w.refine(clk.Now(), rl, time.Second, false)
 				clk.Add(20 * time.Millisecond)
 			}
 			if got := w.rolling(clk.Now(), time.Second); got != tc.want {
@@ -589,7 +589,7 @@ func TestWindowEdgeNarrowsFromSparseAnswers(t *testing.T) {
 		sec := now.Truncate(time.Second)
 		used := int64(now.Sub(sec) / (111 * time.Millisecond)) // spent so far this window
 		rl := &RateLimitInfo{Limit: 9, Remaining: 9 - 1 - used, Reset: time.Second, Window: time.Second}
-		got := w.refine(now, rl, time.Second)
+		got := w.refine(now, rl, time.Second, false)
 		trueLeft := sec.Add(time.Second).Sub(now)
 		if w.predicted {
 			predicted++
@@ -786,5 +786,42 @@ func TestLimitFinderHeadersRefusedWithinBudget(t *testing.T) {
 	step(61 * time.Second)
 	if math.Abs(f.rate-4.95) > 1e-9 {
 		t.Errorf("a minute without a refusal: rate %.3f/s, want 4.95", f.rate)
+	}
+}
+
+// One edge seen (Remaining jumped back up between two accepted answers)
+// already places the next resets, at the latest that edge allows: a
+// whole-second "t=1" read as is spreads each window's budget over a second
+// that is partly gone. Before, two agreeing edges were needed, and a 5/s
+// window delivered 2-4 a second for its first three seconds (50
+// destinations at once: 92.7-94.9% of their limit in some runs). A jump
+// after a refusal is no edge: a refusal's Remaining is 0 whatever the
+// limiter, and a token bucket's next answer shows what it refilled (read
+// as an edge, the demo's 5/s bucket of one took 12-13 429s, not 5-6).
+func TestWindowEdgeOneEdgePredicts(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0.Add(700 * time.Millisecond))
+	var w windowEdge
+	rl := func(rem int64) *RateLimitInfo {
+		return &RateLimitInfo{Limit: 5, Remaining: rem, Reset: time.Second, Window: time.Second}
+	}
+	w.refine(clk.Now(), rl(1), time.Second, false) // 0.7 s into a window
+	clk.Add(400 * time.Millisecond)                // the edge at 1.0 s lies in (0.7, 1.1]
+	w.refine(clk.Now(), rl(4), time.Second, false)
+	clk.Add(400 * time.Millisecond) // 1.5 s: the next edge at 2.1 s at the latest
+	got := w.refine(clk.Now(), rl(2), time.Second, false)
+	if want := 600 * time.Millisecond; got != want || !w.predicted {
+		t.Errorf("after one edge: left %v (predicted %v), want %v (the latest the edge allows)", got, w.predicted, want)
+	}
+
+	var b windowEdge // a bucket: "5 more in the next second", a 429 says 0
+	clk = testkit.NewClock(testkit.T0)
+	b.refine(clk.Now(), rl(5), time.Second, false)
+	clk.Add(200 * time.Millisecond)
+	b.refine(clk.Now(), rl(0), time.Second, true)
+	clk.Add(time.Second)
+	b.refine(clk.Now(), rl(5), time.Second, false)
+	clk.Add(200 * time.Millisecond)
+	if got := b.refine(clk.Now(), rl(5), time.Second, false); got != time.Second || b.predicted || !b.hi.IsZero() {
+		t.Errorf("a bucket's answers around a refusal: left %v (predicted %v, edge at %v), want 1s as said and no edge", got, b.predicted, b.hi)
 	}
 }
