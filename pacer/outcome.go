@@ -73,6 +73,9 @@ const recoveredAfter = 5
 // the run and is still kept by the controller's gate; messages the open
 // breaker holds go by its own rules.
 func (e *Engine) recovered(now time.Time) {
+	if e.failRun.Load() == 0 {
+		return // the usual case: a load, no write on every delivery
+	}
 	run := e.failRun.Swap(0)
 	if run < recoveredAfter {
 		return
