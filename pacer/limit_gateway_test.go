@@ -25,9 +25,14 @@ import (
 // time, a bounded limit's cruise creeps up while clean, and a token
 // bucket emptied twice from full shows its limit in the difference of the
 // two episodes; nginx meets the target (49.0-49.4/s, was 46.6-47.0/s).
-// Behind HAProxy it is NOT MET in the model (44.5-46.9/s; the real
-// HAProxy: 46.3-49.3/s): its counter, refilled by the pause, bounds the
-// limit low. The floor below guards that; it is not the target.
+// Behind HAProxy the two episodes read as a bucket bound the limit at 85%
+// of the rate refused (48.4 for 50/s); the first second's quota (50 taken
+// before the first refusal) raises that to at most 90% of it. Met at most
+// start phases (here 47.1-48.4/s; over 20 phases of the second 44.6-48.4,
+// half at 48.4; before, 42.2-47.4, median 46.9): where the start straddles
+// a second, its counter lets 51-52 through in the first second, the quota
+// reads over the limit and a cruise near it is refused. The floor below
+// guards that; it is not the target.
 func TestLimitGateways(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -37,7 +42,7 @@ func TestLimitGateways(t *testing.T) {
 		{"nginx-nodelay", func() gateModel { return &gcra{rate: 50, burst: 10} }, 48},
 		{"nginx-nodelay-retry-after", func() gateModel { return &gcra{rate: 50, burst: 10, ra: "1"} }, 48},
 		{"haproxy-penalty-box", func() gateModel { return &penaltyBox{limit: 50} }, 48},
-		{"haproxy-penalty-box-retry-after", func() gateModel { return &penaltyBox{limit: 50, ra: "1"} }, 42},
+		{"haproxy-penalty-box-retry-after", func() gateModel { return &penaltyBox{limit: 50, ra: "1"} }, 46},
 	} {
 		for _, phase := range []time.Duration{0, 370 * time.Millisecond, 810 * time.Millisecond} {
 			t.Run(fmt.Sprintf("%s/phase-%v", tc.name, phase), func(t *testing.T) {

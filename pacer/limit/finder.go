@@ -88,6 +88,7 @@ const (
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
 	lfBurstFloor      = 0.85            // the burst-corrected bound takes at most 15% off
+	lfQuotaMax        = 0.90            // a first second's quota raises that to at most this share of the rate refused
 	lfShortEvidence   = 2 * time.Second // less evidence than this takes off at most
 	lfShortCut        = 0.5             // this share of the rate
 	lfEdgeSlack       = 100 * time.Millisecond
@@ -577,6 +578,18 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 					if two := (float64(f.count(from, end)) - f.firstBurst) / d.Seconds(); two > burstLo && two < f.rate {
 						burstLo = two
 					}
+				}
+				// The first episode took firstBurst within a second of the
+				// start and was refused there: a window counting over a
+				// second (HAProxy's stick-table rate, a sliding log) takes
+				// that many a second, and a bucket that took as many in
+				// under a second has at least that much in burst and
+				// refill together. Below the rate refused, it is a better
+				// guess than the bucket reading's floor (which takes a
+				// window for a bucket that emptied twice and is then at
+				// most 85% of the rate refused, 48/s for a 50/s HAProxy).
+				if q := f.firstBurst; burstLo == lfBurstFloor*f.rate && f.firstSpan > 0 && f.firstSpan < time.Second && q > burstLo && q < f.rate {
+					burstLo = min(q, lfQuotaMax*f.rate)
 				}
 			}
 		}
