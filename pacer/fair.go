@@ -297,6 +297,22 @@ func (f *fairQueue) putSized(ctx context.Context, it *item, mayDefer bool) error
 	return stoppingErr(err)
 }
 
+// ShareRoom reports whether m's fairness key holds less than its share
+// (Fairness.MaxShare) of the queue: handed over now, m would not wait in
+// deliver for its key's share. It is always true without Fairness and
+// Priority. The queue as a whole may still be full (the engine then
+// pauses its source, PauseQueueFull). For a caller that is the engine's
+// only source of messages, true holds until its next hand-over: a key's
+// count only falls meanwhile. A Router holds a message whose key has no
+// room and lets later messages of other keys pass it.
+func (e *Engine) ShareRoom(m *Message) bool {
+	f, ok := e.queue.(*fairQueue)
+	if !ok {
+		return true
+	}
+	return f.q.KeyHasRoom(f.keyOf(m), f.lane(m))
+}
+
 func (f *fairQueue) ready() <-chan struct{} { return f.q.Ready() }
 func (f *fairQueue) len() int               { return f.q.Len() }
 func (f *fairQueue) bytes() int64           { return f.q.Bytes() }

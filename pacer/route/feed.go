@@ -114,9 +114,14 @@ func (r *Router) open(l *lane) error {
 		// which destination it paces.
 		cfg.Logger = cfg.Logger.With("destination", l.dest)
 	}
-	if cfg.Fairness != nil || cfg.Priority != nil {
-		err = errors.New("fairness and priority inside one destination are not supported")
-	} else {
+	switch {
+	case cfg.Priority != nil:
+		err = errors.New("priority inside one destination is not supported")
+	case cfg.Fairness != nil && cfg.Fairness.Defer != nil:
+		err = errors.New("the fairness overflow (Fairness.Defer) inside one destination is not supported")
+	case cfg.Fairness != nil && r.cfg.FairKey == nil:
+		err = errors.New("fairness inside one destination needs the Router's FairKey (its Fairness.KeyOf)")
+	default:
 		cfg.Source = laneSource{l}
 		cfg.Hooks = append(append(pacer.Hooks(nil), cfg.Hooks...), laneHook{l})
 	}
@@ -189,16 +194,15 @@ func (r *Router) moveHeld() {
 		l.mu.Lock()
 		for {
 			r.mu.Lock()
-			if l.closed || !l.ready || l.full.Load() || len(l.held) == 0 {
+			i := -1
+			if !l.closed && l.ready && !l.full.Load() {
+				i = l.nextHeld()
+			}
+			if i < 0 {
 				r.mu.Unlock()
 				break
 			}
-			m := l.held[0]
-			l.held[0] = nil
-			l.held = l.held[1:]
-			if len(l.held) == 0 {
-				l.held = nil
-			}
+			m := l.take(i)
 			r.held--
 			r.signalRoomLocked()
 			r.mu.Unlock()

@@ -30,7 +30,7 @@ func (r *Router) deliver(ctx context.Context, m *pacer.Message) error {
 			l.mu.Unlock()
 			continue
 		}
-		if l.ready && !l.full.Load() && len(l.held) == 0 {
+		if l.ready && !l.full.Load() && l.mayPass(m) {
 			l.outstanding.Add(1)
 			err := l.handOver(ctx, m)
 			l.mu.Unlock()
@@ -38,7 +38,7 @@ func (r *Router) deliver(ctx context.Context, m *pacer.Message) error {
 		}
 		r.mu.Lock()
 		if len(l.held) < r.cfg.HoldPerDestination && r.held < r.cfg.HoldSize {
-			l.held = append(l.held, m)
+			l.hold(m)
 			r.held++
 			r.mu.Unlock()
 			l.mu.Unlock()
@@ -121,5 +121,5 @@ func (r *Router) handBackHeld(l *lane) {
 		r.refuse(m)
 	}
 	r.held -= len(l.held)
-	l.held = nil
+	l.dropHeld()
 }

@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,12 +27,15 @@ type lane struct {
 
 	// Guarded by Router.mu; held, ready, closed and deliver also by mu
 	// (written with both held).
-	held    []*pacer.Message // waiting for room, in source order
-	eng     *pacer.Engine    // nil until opened, and again once it ended
-	opening bool             // the feeder is building its engine
-	ready   bool             // the engine runs the lane: deliver is set
-	closed  bool             // closed (idle, or the Router stops): no more hand-overs
-	deliver func(context.Context, *pacer.Message) error
+	held []*pacer.Message // waiting for room, in source order
+	// heldKeys counts held messages by Config.FairKey (nil without it).
+	heldKeys map[string]int
+	eng      *pacer.Engine // nil until opened, and again once it ended
+	opening  bool          // the feeder is building its engine
+	ready    bool          // the engine runs the lane: deliver is set
+	closed   bool          // closed (idle, or the Router stops): no more hand-overs
+	deliver  func(context.Context, *pacer.Message) error
+	room     func(*pacer.Message) bool // the engine's ShareRoom
 
 	full        atomic.Bool  // the engine paused its source: its queue is full, or it stops
 	outstanding atomic.Int64 // handed to the engine and not yet settled
@@ -54,6 +58,83 @@ func (l *lane) close() { l.once.Do(func() { close(l.finish) }) }
 // idle reports whether the lane has nothing held and nothing outstanding.
 // Called with Router.mu held.
 func (l *lane) idle() bool { return len(l.held) == 0 && l.outstanding.Load() == 0 }
+
+// hold appends m to what is held for l. Called with l.mu and Router.mu
+// held.
+func (l *lane) hold(m *pacer.Message) {
+	l.held = append(l.held, m)
+	if k := l.r.cfg.FairKey; k != nil {
+		if l.heldKeys == nil {
+			l.heldKeys = make(map[string]int)
+		}
+		l.heldKeys[string(k(m))]++
+	}
+}
+
+// take removes and returns held[i]. Called with l.mu and Router.mu held.
+func (l *lane) take(i int) *pacer.Message {
+	m := l.held[i]
+	l.held = slices.Delete(l.held, i, i+1)
+	if len(l.held) == 0 {
+		l.held = nil
+	}
+	if k := l.r.cfg.FairKey; k != nil {
+		key := string(k(m))
+		if n := l.heldKeys[key]; n > 1 {
+			l.heldKeys[key] = n - 1
+		} else {
+			delete(l.heldKeys, key)
+		}
+	}
+	return m
+}
+
+// dropHeld forgets what is held (the caller gives it back). Called with
+// l.mu and Router.mu held.
+func (l *lane) dropHeld() {
+	l.held, l.heldKeys = nil, nil
+}
+
+// mayPass reports whether m may go to the ready engine now, ahead of what
+// is held: nothing is held, or, with Config.FairKey, nothing of m's key is
+// held and its key has room in the engine (so the hand-over never waits
+// for a key's share). Called with l.mu held.
+func (l *lane) mayPass(m *pacer.Message) bool {
+	k := l.r.cfg.FairKey
+	if k == nil {
+		return len(l.held) == 0
+	}
+	return l.heldKeys[string(k(m))] == 0 && l.room(m)
+}
+
+// nextHeld is the index of the first held message that may go to the
+// ready engine now: the oldest, or with Config.FairKey the oldest of a
+// key with room whose older messages have all gone (-1: none). Called
+// with l.mu and Router.mu held.
+func (l *lane) nextHeld() int {
+	if len(l.held) == 0 {
+		return -1
+	}
+	k := l.r.cfg.FairKey
+	if k == nil {
+		return 0
+	}
+	var skipped map[string]bool
+	for i, m := range l.held {
+		key := string(k(m))
+		if skipped[key] {
+			continue
+		}
+		if l.room(m) {
+			return i
+		}
+		if skipped == nil {
+			skipped = make(map[string]bool)
+		}
+		skipped[key] = true
+	}
+	return -1
+}
 
 // handOver gives m to the engine. Called with l.mu held, after the caller
 // counted m outstanding: the engine settles it (or refuses it, settling it
@@ -82,6 +163,7 @@ func (s laneSource) Run(ctx context.Context, deliver func(context.Context, *pace
 	l.mu.Lock()
 	r.mu.Lock()
 	l.deliver = deliver
+	l.room = l.eng.ShareRoom
 	l.ready = true
 	r.mu.Unlock()
 	l.mu.Unlock()
@@ -97,7 +179,7 @@ func (s laneSource) Run(ctx context.Context, deliver func(context.Context, *pace
 	defer l.mu.Unlock()
 	r.mu.Lock()
 	held := l.held
-	l.held = nil
+	l.dropHeld()
 	l.closed = true
 	r.held -= len(held)
 	r.signalRoomLocked()
@@ -122,7 +204,15 @@ func (h laneHook) OnPaused(_ bool, reasons pacer.PauseReason) {
 
 func (h laneHook) OnSettled(*pacer.Message, pacer.Settlement) {
 	h.l.lastActive.Store(h.l.r.cfg.Clock.Now().UnixNano())
-	if h.l.outstanding.Add(-1) == 0 {
-		h.l.r.wakeFeeder() // idle now: its place may go to a waiting destination
+	if h.l.outstanding.Add(-1) == 0 || h.l.r.cfg.FairKey != nil {
+		h.l.r.wakeFeeder() // idle now: its place may go to a waiting destination; a key's share may have room
+	}
+}
+
+// OnAdmitted: with Config.FairKey, messages left the engine's queue, so a
+// held key may have room again.
+func (h laneHook) OnAdmitted(int, time.Duration) {
+	if h.l.r.cfg.FairKey != nil {
+		h.l.r.wakeFeeder()
 	}
 }

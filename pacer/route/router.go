@@ -15,7 +15,9 @@
 //     stops first, given back to its source (Nak, or dead-lettered by the
 //     engine on a broker's last delivery); none is dropped.
 //   - A destination's messages reach its engine in the order the source
-//     handed them over.
+//     handed them over; with Config.FairKey, each key's messages of a
+//     destination do (a key at its share of the destination's queue is
+//     held, and the destination's other keys pass it).
 //   - Memory is bounded: at most MaxActive engines run at once, each holding
 //     at most its QueueSize plus in-flight messages, and the Router itself
 //     holds at most HoldSize messages for destinations that cannot take
@@ -90,6 +92,18 @@ type Config struct {
 	// only those already running when it is called). It must return
 	// promptly: the Router's hand-overs wait for it.
 	Opened func(destination string, e *pacer.Engine)
+	// FairKey, when the destinations' engines share their queue across
+	// keys (pacer.Fairness: tenants within a destination), is the key they
+	// share it by: exactly their Fairness.KeyOf. A message whose key holds
+	// its share of its destination's queue (pacer.Engine.ShareRoom) is
+	// then held, and the destination's later messages of other keys pass
+	// it, so one hot key holds back neither the other keys of its
+	// destination nor, by blocking the hand-over, any other destination;
+	// each key's messages keep their order. nil: a destination's messages
+	// go in source order, and an engine with Fairness is refused (its
+	// deliver would wait for a key's share, holding every hand-over).
+	// Engines with Priority or Fairness.Defer are always refused.
+	FairKey func(m *pacer.Message) []byte
 	// MaxActive bounds the destinations with an engine at once. A message
 	// for a destination beyond it waits (held) until an idle destination
 	// is closed. 0 means DefaultMaxActive.
@@ -282,8 +296,10 @@ func (r *Router) Run(ctx context.Context) error {
 	srcErr := r.cfg.Source.Run(srcCtx, r.deliver)
 	finite := srcErr == nil && ctx.Err() == nil && r.fatalErr() == nil
 	if finite {
-		r.drain(ctx)
-		finite = ctx.Err() == nil // stopped while draining: stop, do not finish
+		r.drain(ctx, feederDone)
+		// Stopped while draining, or a destination's engine could not be
+		// built (the feeder stopped): stop, do not finish.
+		finite = ctx.Err() == nil && r.fatalErr() == nil
 	}
 	cancelSource()
 	<-feederDone
@@ -329,8 +345,9 @@ func (r *Router) fatalErr() error {
 	return r.fatal
 }
 
-// drain waits until nothing is held or ctx is done (a finite source).
-func (r *Router) drain(ctx context.Context) {
+// drain waits until nothing is held, ctx is done or the feeder stopped (a
+// finite source).
+func (r *Router) drain(ctx context.Context, feederDone <-chan struct{}) {
 	for {
 		r.mu.Lock()
 		held, room := r.held, r.room
@@ -341,6 +358,8 @@ func (r *Router) drain(ctx context.Context) {
 		select {
 		case <-room:
 		case <-ctx.Done():
+			return
+		case <-feederDone:
 			return
 		}
 	}

@@ -332,30 +332,42 @@ func TestStopGivesBackWhatIsHeld(t *testing.T) {
 }
 
 // A destination whose engine cannot be built stops the Router with its
-// name; the messages it held are given back.
+// name; the messages it held are given back. Also when the source has
+// already handed everything over (a finite source): Run once waited for
+// the held messages to drain, which they never did, until its context
+// ended.
 func TestEngineErrorStopsTheRouter(t *testing.T) {
-	ledger := pacertest.NewLedger()
-	msgs := interleaved(ledger, []int{3, 3})
-	src := pacertest.NewSource(msgs)
-	src.Hold = true
-	r, err := New(Config{Source: src, Destination: destOf, Engine: func(d string) (pacer.Config, error) {
-		if d == "d1" {
-			return pacer.Config{}, errors.New("no route for d1")
-		}
-		return engineFor(&pacertest.Sink{}, 10)(d)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = r.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), `destination "d1"`) || !strings.Contains(err.Error(), "no route for d1") {
-		t.Fatalf("Run = %v, want the destination and its error", err)
-	}
-	if ledger.Len() != src.Handed() {
-		t.Fatalf("settled %d of the %d handed over", ledger.Len(), src.Handed())
-	}
-	if v := ledger.Violations(); len(v) > 0 {
-		t.Fatal(v)
+	for _, finite := range []bool{false, true} {
+		t.Run(fmt.Sprintf("finite=%v", finite), func(t *testing.T) {
+			ledger := pacertest.NewLedger()
+			msgs := interleaved(ledger, []int{3, 3})
+			src := pacertest.NewSource(msgs)
+			src.Hold = !finite
+			r, err := New(Config{Source: src, Destination: destOf, Engine: func(d string) (pacer.Config, error) {
+				if d == "d1" {
+					return pacer.Config{}, errors.New("no route for d1")
+				}
+				return engineFor(&pacertest.Sink{}, 10)(d)
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err = r.Run(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("Run returned only when its context ended: %v", err)
+			}
+			if err == nil || !strings.Contains(err.Error(), `destination "d1"`) || !strings.Contains(err.Error(), "no route for d1") {
+				t.Fatalf("Run = %v, want the destination and its error", err)
+			}
+			if ledger.Len() != src.Handed() {
+				t.Fatalf("settled %d of the %d handed over", ledger.Len(), src.Handed())
+			}
+			if v := ledger.Violations(); len(v) > 0 {
+				t.Fatal(v)
+			}
+		})
 	}
 }
 

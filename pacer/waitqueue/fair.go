@@ -119,6 +119,15 @@ func (f *Fair[T]) Put(ctx context.Context, stopping <-chan struct{}, v T, key []
 	}
 }
 
+// KeyHasRoom reports whether key holds less than its share in lane: a Put
+// of key would not wait for its share now (it may still wait for room in
+// the queue as a whole).
+func (f *Fair[T]) KeyHasRoom(key []byte, lane int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.q.Room(lane, key) != algorithms.FairKeyFull
+}
+
 // Undefer counts one of key's deferred values back: its deferral failed.
 func (f *Fair[T]) Undefer(key []byte) {
 	f.mu.Lock()
