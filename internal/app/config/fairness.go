@@ -174,9 +174,13 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
-// fairnessSummary describes the fairness and priority settings, for Summary.
-func (s Shaping) fairnessSummary(b *strings.Builder) {
+// fairnessSummary describes the fairness and priority settings, for
+// Summary; routed: inside each destination of routes.
+func (s Shaping) fairnessSummary(b *strings.Builder, routed bool) {
 	if f := s.Fairness; f.Enabled {
+		if routed {
+			b.WriteString(", inside each destination")
+		}
 		fmt.Fprintf(b, ", handing waiting messages to admission fairly across %s (round robin", f.Key)
 		if len(f.Weights) > 0 {
 			b.WriteString(", weights")
@@ -188,6 +192,8 @@ func (s Shaping) fairnessSummary(b *strings.Builder) {
 		if f.Overflow != "" {
 			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its messages beyond that are republished to deferral topic %q (at most %d republishes or %s of payloads in flight), committed once stored, and consumed from there within the same budget)",
 				int(f.MaxShare*100+0.5), f.Overflow, f.maxDeferring(), f.maxDeferringBytes())
+		} else if routed {
+			fmt.Fprintf(b, "; one key holds at most %d%% of its destination's queue, its next messages are held by the router (within routes.hold_per_destination) while the destination's other keys pass)", int(f.MaxShare*100+0.5))
 		} else {
 			fmt.Fprintf(b, "; one key holds at most %d%% of the queue, its next message waits at the source)", int(f.MaxShare*100+0.5))
 		}

@@ -158,14 +158,17 @@ func (v *validator) routes() {
 			"not supported with routes: a destination's engine is built when it becomes active and closed when idle, so there is no one shaper state to keep; remove it (set shaping.start_empty so that a restart is no second burst for any destination)"},
 		{"shaping.state_key", s.StateKey != "",
 			"not supported with routes: a destination's engine is built when it becomes active and closed when idle, so there is no one shaper state to keep; remove it (set shaping.start_empty so that a restart is no second burst for any destination)"},
-		{"shaping.fairness", s.Fairness.Enabled,
-			"not supported with routes: routes already keep each destination's backlog apart (its own queue and limit); inside one destination a key at its share would hold back the hand-over of every destination. Remove it; use shaping.per_key to bound each key inside a destination"},
+		{"shaping.fairness.overflow", s.Fairness.Enabled && s.Fairness.Overflow != "",
+			"not supported with routes: a destination's tenant over its share is held by the router (routes.hold_per_destination), and the destination's other tenants pass it; remove it"},
 		{"shaping.priority", len(s.Priority.Lanes) > 0,
 			"not supported with routes: inside one destination a lane at its share would hold back the hand-over of every destination. Remove it, or run a worker per priority (each with its own routes)"},
 	} {
 		if f.set {
 			v.add(f.path, "%s", f.reason)
 		}
+	}
+	if s.Fairness.Enabled && s.Fairness.Key == r.By {
+		v.add("shaping.fairness.key", "%q is routes.by: every destination is one key, so there is nothing to share out inside it; share each destination's queue by something else (the key, a header), or remove it (routes already keep each destination's backlog apart)", r.By)
 	}
 	if !s.PerKey.Rate.IsZero() && s.PerKey.Key == r.By {
 		v.add("shaping.per_key.key", "%q is routes.by: every destination is one key, so per_key would only be a second rate; key per_key by something else (a header), or remove it", r.By)

@@ -54,7 +54,8 @@ func TestRoutesRefused(t *testing.T) {
 		{"bad by", "by: header:customer", "by: subject", `routes.by: "subject": want "key" or "header:NAME"`},
 		{"peak below a route's rate", "big-shop: {rate: 200/s, burst: 40}", "big-shop: {rate: 200/s, peak: 150/s}", "routes.destinations.big-shop.peak: peak 150/s is below its rate 200/s"},
 		{"a name the URL cannot take", "tiny-blog: {rate: 2/s}", "tiny/blog: {rate: 2/s}", "routes.destinations.tiny/blog: not a name that can go into sink.http.url"},
-		{"fairness", "  peak: 100/s\n", "  peak: 100/s\n  fairness: {enabled: true}\n", "shaping.fairness: not supported with routes: routes already keep each destination's backlog apart"},
+		{"fairness by the destination", "  peak: 100/s\n", "  peak: 100/s\n  fairness: {enabled: true, key: header:customer}\n", `shaping.fairness.key: "header:customer" is routes.by`},
+		{"fairness overflow", "  peak: 100/s\n", "  peak: 100/s\n  fairness: {enabled: true, overflow: deferred}\n", "shaping.fairness.overflow: not supported with routes"},
 		{"priority", "  peak: 100/s\n", "  peak: 100/s\n  priority: {header: prio, lanes: [{name: high}, {name: low}]}\n", "shaping.priority: not supported with routes"},
 		{"state_dir", "  peak: 100/s\n", "  peak: 100/s\n  state_dir: /tmp/x\n", "shaping.state_dir: not supported with routes: a destination's engine is built when it becomes active"},
 		{"global per_key", "  peak: 100/s\n", "  peak: 100/s\n  global: {redis_url: redis://127.0.0.1:6379/0, key: hooks, rate: 50/s, per_key: {rate: 1/s}}\n", "shaping.global.per_key: not supported with routes: shaping.global already shares each destination's budget"},
@@ -109,6 +110,17 @@ func TestRoutesAllowPerDestinationShaping(t *testing.T) {
 	sum := c.Summary()
 	want := `each destination on its own also gets at most 5/s per header:user, at most 10000/day (quota "daily"), shaping.schedule's rates as caps (quotas counted per destination, not in total, and kept while it is closed for idleness)`
 	if !strings.Contains(sum, want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
+	}
+}
+
+// TestRoutesAllowFairnessInsideDestinations: shaping.fairness with routes
+// shares each destination's queue across its tenants; the summary says
+// the router holds a tenant over its share while the others pass.
+func TestRoutesAllowFairnessInsideDestinations(t *testing.T) {
+	c := mustParse(t, strings.Replace(routesYAML, "  peak: 100/s\n", "  peak: 100/s\n  fairness: {enabled: true, max_share: 0.25}\n", 1), nil)
+	want := "inside each destination, handing waiting messages to admission fairly across key (round robin; one key holds at most 25% of its destination's queue, its next messages are held by the router"
+	if sum := c.Summary(); !strings.Contains(sum, want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum)
 	}
 }

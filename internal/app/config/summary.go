@@ -100,7 +100,7 @@ func (c *Config) Summary() string {
 			fmt.Fprintf(&b, ", and %s per %s shared through Redis", gk.Rate, gk.Key)
 		}
 	}
-	s.fairnessSummary(&b)
+	s.fairnessSummary(&b, c.Routes.Enabled())
 	s.scheduleSummary(&b)
 	if s.Adaptive.Mode == "auto" {
 		fmt.Fprintf(&b, ", finding the downstream's real limit under %s (its rate-limit headers, else what it accepts before a 429)", s.Rate)

@@ -147,8 +147,18 @@ func (rt *routes) routerConfig(src pacer.Source) route.Config {
 			}
 			return otherRoute
 		},
-		Logger: rt.base.Logger,
+		FairKey: fairKey(rt.base.Fairness),
+		Logger:  rt.base.Logger,
 	}
+}
+
+// fairKey is the key the destinations' engines share their queue by
+// (shaping.fairness inside each destination), nil without fairness.
+func fairKey(f *pacer.Fairness) func(*pacer.Message) []byte {
+	if f == nil {
+		return nil
+	}
+	return f.KeyOf
 }
 
 // destinationShaping is the shaping a destination gets under c: shaping's,

@@ -202,13 +202,16 @@ func TestReloadRoutesRestartOnly(t *testing.T) {
 	var logs syncBuffer
 	w, path, _, send := routedRunner(t, &logs, "10/s", "100/s")
 	send("small")
-	text := strings.NewReplacer("DEFAULT", "30/s", "BIG", "100/s", "idle_after: 1h", "idle_after: 1h\n  max_active: 5").Replace(routesReloadBase)
+	text := strings.NewReplacer("DEFAULT", "30/s", "BIG", "100/s", "idle_after: 1h", "idle_after: 1h\n  max_active: 5",
+		"limit: 1000/day}\n", "limit: 1000/day}\n  fairness: {enabled: true, key: header:tenant}\n").Replace(routesReloadBase)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w.Reload(path, os.LookupEnv)
-	if !strings.Contains(logs.String(), "restart to apply\" changed=routes.max_active") {
-		t.Errorf("routes.max_active's change not logged as needing a restart:\n%s", logs.String())
+	for _, name := range []string{"routes.max_active", "shaping.fairness"} {
+		if !strings.Contains(logs.String(), "restart to apply\" changed="+name) {
+			t.Errorf("%s's change not logged as needing a restart:\n%s", name, logs.String())
+		}
 	}
 	if got := configuredRates(w)["small"]; got != 30 {
 		t.Errorf("small runs at %v/s after the reload, want 30", got)
@@ -403,5 +406,22 @@ func TestRoutesLearnedMemoryReachesTheRouter(t *testing.T) {
 		if rc.RememberLearned != tc.remember || rc.LearnedMaxAge != tc.age {
 			t.Errorf("%q: RememberLearned %d LearnedMaxAge %v, want %d and %v", tc.yaml, rc.RememberLearned, rc.LearnedMaxAge, tc.remember, tc.age)
 		}
+	}
+}
+
+// TestRoutesWithFairnessDeliver: shaping.fairness with routes builds every
+// destination's engine with a queue shared by tenant and the Router
+// holding by the same key (an engine with fairness behind a Router without
+// it is refused): messages to several destinations are delivered.
+func TestRoutesWithFairnessDeliver(t *testing.T) {
+	var logs syncBuffer
+	w, _, _, send := routedRunner(t, &logs, "10/s", "100/s",
+		"limit: 1000/day}\n", "limit: 1000/day}\n  fairness: {enabled: true, key: header:tenant, max_share: 0.25}\n")
+	if !w.cfg.Shaping.Fairness.Enabled {
+		t.Fatal("fairness not enabled by the config")
+	}
+	send("small", "big", "steady", "small")
+	if strings.Contains(logs.String(), "cannot start a destination") {
+		t.Fatalf("a destination's engine was refused:\n%s", logs.String())
 	}
 }

@@ -367,16 +367,16 @@ func (r *Runner) Reload(path string, lookup func(string) (string, bool)) {
 	// The engine logs "pacer: shaping reloaded" (and a rate change, if any).
 }
 
-// restartOnly are the settings a reload cannot change, each named as the
-// config names it.
-func restartOnly(c *config.Config) []struct {
+// restartSetting is a setting a reload cannot apply, by name.
+type restartSetting struct {
 	name string
 	v    any
-} {
-	return []struct {
-		name string
-		v    any
-	}{
+}
+
+// restartOnly are the settings a reload cannot change, each named as the
+// config names it.
+func restartOnly(c *config.Config) []restartSetting {
+	return []restartSetting{
 		{"source", c.Source}, {"sink", c.Sink}, {"dead_letter", c.DeadLetter},
 		{"retry", c.Retry}, {"batching", c.Batching}, {"admin", c.Admin},
 		{"shaping.queue_size", c.Shaping.QueueSize}, {"shaping.queue_bytes", c.Shaping.QueueBytes}, {"shaping.max_in_flight", c.Shaping.MaxInFlight},
@@ -395,6 +395,12 @@ func warnRestart(old, fresh *config.Config, log *slog.Logger) {
 		what = "with routes, only shaping (rate, burst, peak, max_wait, per_key, quotas, warmup, schedule, global rate and burst) and routes.destinations reload; restart to apply"
 	}
 	was, is := restartOnly(old), restartOnly(fresh)
+	if old.Routes.Enabled() {
+		// Each destination's engine is built with the fairness it started
+		// with, and the Router shares its hold by the same key.
+		was = append(was, restartSetting{"shaping.fairness", old.Shaping.Fairness})
+		is = append(is, restartSetting{"shaping.fairness", fresh.Shaping.Fairness})
+	}
 	for i := range was {
 		if !reflect.DeepEqual(was[i].v, is[i].v) {
 			log.Warn("pacer: reload: "+what, "changed", was[i].name)
@@ -422,6 +428,10 @@ func (r *Runner) reloadRoutes(cfg *config.Config, log *slog.Logger) bool {
 		}
 	}
 	warnRestart(r.cfg, cfg, log)
+	// With routes shaping.fairness needs a restart (warned above): every
+	// destination keeps the fairness it started with, and a change of it
+	// alone reloads no engine.
+	cfg.Shaping.Fairness = r.cfg.Shaping.Fairness
 	n := r.routes.reload(cfg, global, r.router.Each, time.Now())
 	r.cfg.Shaping = reloadable(r.cfg.Shaping, cfg.Shaping, global)
 	r.cfg.Routes.Destinations = cfg.Routes.Destinations
