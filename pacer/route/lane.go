@@ -30,6 +30,7 @@ type lane struct {
 	held []*pacer.Message // waiting for room, in source order
 	// heldKeys counts held messages by Config.FairKey (nil without it).
 	heldKeys map[string]int
+	heldN    atomic.Int64  // len(held), for the hooks
 	eng      *pacer.Engine // nil until opened, and again once it ended
 	opening  bool          // the feeder is building its engine
 	ready    bool          // the engine runs the lane: deliver is set
@@ -63,6 +64,7 @@ func (l *lane) idle() bool { return len(l.held) == 0 && l.outstanding.Load() == 
 // held.
 func (l *lane) hold(m *pacer.Message) {
 	l.held = append(l.held, m)
+	l.heldN.Store(int64(len(l.held)))
 	if k := l.r.cfg.FairKey; k != nil {
 		if l.heldKeys == nil {
 			l.heldKeys = make(map[string]int)
@@ -78,6 +80,7 @@ func (l *lane) take(i int) *pacer.Message {
 	if len(l.held) == 0 {
 		l.held = nil
 	}
+	l.heldN.Store(int64(len(l.held)))
 	if k := l.r.cfg.FairKey; k != nil {
 		key := string(k(m))
 		if n := l.heldKeys[key]; n > 1 {
@@ -93,6 +96,7 @@ func (l *lane) take(i int) *pacer.Message {
 // l.mu and Router.mu held.
 func (l *lane) dropHeld() {
 	l.held, l.heldKeys = nil, nil
+	l.heldN.Store(0)
 }
 
 // mayPass reports whether m may go to the ready engine now, ahead of what
@@ -204,7 +208,7 @@ func (h laneHook) OnPaused(_ bool, reasons pacer.PauseReason) {
 
 func (h laneHook) OnSettled(*pacer.Message, pacer.Settlement) {
 	h.l.lastActive.Store(h.l.r.cfg.Clock.Now().UnixNano())
-	if h.l.outstanding.Add(-1) == 0 || h.l.r.cfg.FairKey != nil {
+	if h.l.outstanding.Add(-1) == 0 || h.l.fairHeld() {
 		h.l.r.wakeFeeder() // idle now: its place may go to a waiting destination; a key's share may have room
 	}
 }
@@ -212,7 +216,12 @@ func (h laneHook) OnSettled(*pacer.Message, pacer.Settlement) {
 // OnAdmitted: with Config.FairKey, messages left the engine's queue, so a
 // held key may have room again.
 func (h laneHook) OnAdmitted(int, time.Duration) {
-	if h.l.r.cfg.FairKey != nil {
+	if h.l.fairHeld() {
 		h.l.r.wakeFeeder()
 	}
 }
+
+// fairHeld reports whether l holds messages that may wait for a key's
+// share (Config.FairKey): the engine's admissions and settlements may give
+// them room.
+func (l *lane) fairHeld() bool { return l.r.cfg.FairKey != nil && l.heldN.Load() > 0 }
