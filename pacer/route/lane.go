@@ -76,7 +76,12 @@ func (l *lane) hold(m *pacer.Message) {
 // take removes and returns held[i]. Called with l.mu and Router.mu held.
 func (l *lane) take(i int) *pacer.Message {
 	m := l.held[i]
-	l.held = slices.Delete(l.held, i, i+1)
+	if i == 0 {
+		l.held[0] = nil // the oldest: no copy
+		l.held = l.held[1:]
+	} else {
+		l.held = slices.Delete(l.held, i, i+1)
+	}
 	if len(l.held) == 0 {
 		l.held = nil
 	}
