@@ -79,7 +79,7 @@ const (
 	lfProbeCostly     = 5 * time.Minute  // but a probe comes at least this often
 	lfInexactClean    = 5 * time.Second  // a clean cruise this long narrows an inexact limit's headroom
 	lfInexactStep     = 0.01             // by this,
-	lfInexactMax      = 0.97             // up to this (a bound is a few percent off either way)
+	lfInexactMax      = 0.98             // up to this: 15 s clean under it, a bound is cruised as a measured limit is
 	lfFell            = 0.8              // a refusal that takes the limit under this share of it: the limit fell
 	lfStillExact      = 0.95             // a measure this close under an exact limit keeps it exact
 	lfAllTaken        = 0.97             // accepted at this share of the rate sent: the API took all of it
