@@ -92,6 +92,8 @@ const (
 	lfShortEvidence   = 2 * time.Second // less evidence than this takes off at most
 	lfShortCut        = 0.5             // this share of the rate
 	lfEdgeSlack       = 100 * time.Millisecond
+	lfDrain           = 2 * time.Second // after a probe filled a queue, drain it this long
+	lfDrainShare      = 0.95            // at this share of the cruise
 )
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
@@ -155,6 +157,12 @@ type limitFinder struct {
 	probeLen   time.Duration
 	probeSaved float64 // what the downstream's bucket may have saved before the probe (exact limits)
 	nextProbe  time.Time
+	// drainUntil ends the drain after a probe filled a queueing
+	// downstream's queue (zero: none): until then the rate is
+	// lfDrainShare of the cruise, so the probe's excess drains instead of
+	// staying queued (a cruise at 98% of a limit the latency measured a
+	// little high drains nothing).
+	drainUntil time.Time
 	probeEvery time.Duration
 
 	hdrUntil time.Time // advertised budget in force until
@@ -696,11 +704,14 @@ func (f *limitFinder) queued(now time.Time) bool {
 	if f.probing && f.src == FromLatency {
 		// The probe filled its queue: ended as a refusal would end it,
 		// the limit it started from holds.
+		// What the probe queued drains at a lower rate first; the
+		// headroom does not widen for it.
 		f.probing = false
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
 		f.nextProbe = now.Add(f.probeEvery)
-		f.cleanSince = now
-		f.rate = f.cruise()
+		f.drainUntil = now.Add(lfDrain)
+		f.cleanSince = f.drainUntil
+		f.rate = f.clamp(f.cruise() * lfDrainShare)
 		f.burst = f.burstFor(f.rate)
 		return true
 	}
@@ -946,6 +957,13 @@ func (f *limitFinder) tick(now time.Time) bool {
 	}
 	if (f.src != From429 && f.src != FromLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
+	}
+	if !f.drainUntil.IsZero() && !now.Before(f.drainUntil) {
+		// The probe's queue drained: back to the cruise.
+		f.drainUntil = time.Time{}
+		f.rate = f.cruise()
+		f.burst = f.burstFor(f.rate)
+		return true
 	}
 	if f.unfollow(now) {
 		return true

@@ -91,6 +91,49 @@ func TestLimitFinderQueuedLearnsTheRateWithoutABurst(t *testing.T) {
 	}
 }
 
+// A probe over a limit the latency taught fills the downstream's queue;
+// cruising at 98% of a limit measured a little high (51 for nginx's 50)
+// drains nothing, and the latency still over the line widened the
+// headroom 3 s later for a minute (real nginx in delay mode: 48.96/s from
+// then on). The probe's end drains at 95% of the cruise for 2 s, then the
+// cruise resumes, the headroom as it was.
+func TestLimitFinderDrainsWhatAProbeQueued(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 51)
+	if !f.queued(clk.Now()) || f.src != FromLatency {
+		t.Fatalf("queued at 100/s while 51/s was delivered: source %v, want latency", f.src)
+	}
+	cruise, headroom := f.rate, f.headroom
+	// Cruise until the probe, then probe.
+	for !f.probing {
+		deliverAt(f, clk.Now(), clk.Add(time.Second), cruise)
+		f.tick(clk.Now())
+		if clk.Now().Sub(testkit.T0) > 2*time.Minute {
+			t.Fatal("no probe in two minutes")
+		}
+	}
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 51)
+	if !f.queued(clk.Now()) || f.probing {
+		t.Fatal("the probe that filled the queue did not end")
+	}
+	if want := cruise * lfDrainShare; math.Abs(f.rate-want) > 1e-9 {
+		t.Fatalf("rate %.2f after the probe, want the drain's %.2f (95%% of the cruise %.2f)", f.rate, want, cruise)
+	}
+	// Still queued while it drains: the headroom stays.
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
+	f.queued(clk.Now())
+	f.tick(clk.Now())
+	if f.headroom != headroom {
+		t.Errorf("headroom %.2f while the probe's queue drains, want %.2f", f.headroom, headroom)
+	}
+	deliverAt(f, clk.Now(), clk.Add(lfDrain), f.rate)
+	f.tick(clk.Now())
+	if math.Abs(f.rate-cruise) > 1e-9 {
+		t.Errorf("rate %.2f after the drain, want the cruise %.2f again", f.rate, cruise)
+	}
+}
+
 // windowEdge.rolling tells a rolling window (Remaining steady) from a fixed
 // one (Remaining falls, then jumps back up at each reset).
 func TestWindowEdgeRolling(t *testing.T) {
