@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/pacer/pacertest"
 )
 
 // streamSource is a stream read in order, as a JetStream pull consumer or
@@ -74,17 +75,6 @@ func (s *streamSource) Run(ctx context.Context, deliver func(context.Context, *p
 func (*streamSource) Pause()  {}
 func (*streamSource) Resume() {}
 
-// sinkFunc delivers at once, calling f for each message.
-type sinkFunc func(m *pacer.Message)
-
-func (f sinkFunc) Deliver(_ context.Context, msgs []*pacer.Message, results []pacer.Result) pacer.Feedback {
-	for i, m := range msgs {
-		f(m)
-		results[i] = pacer.Result{Outcome: pacer.Delivered}
-	}
-	return pacer.Feedback{Status: 200}
-}
-
 // BenchmarkSmallTenantsInsideADestination is issue 26's fairness layout
 // inside one destination of a Router: tenant A's 3,000 jobs handed over
 // first, then tenants B and C at 5/s each for 10 s, all to one destination
@@ -128,18 +118,19 @@ func smallTenantsInside(b *testing.B, fair bool, hold int) []time.Duration {
 	var waits []time.Duration
 	all, started := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	sink := sinkFunc(func(m *pacer.Message) {
+	sink := &pacertest.Sink{Behave: func(m *pacer.Message) (pacer.Result, pacer.Feedback, time.Duration) {
 		if string(m.Key) == "A" {
 			once.Do(func() { close(started) })
-			return
+		} else {
+			mu.Lock()
+			waits = append(waits, time.Since(sent[m.ID]))
+			if len(waits) == 100 {
+				close(all)
+			}
+			mu.Unlock()
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		waits = append(waits, time.Since(sent[m.ID]))
-		if len(waits) == 100 {
-			close(all)
-		}
-	})
+		return pacer.Result{Outcome: pacer.Delivered}, pacer.Feedback{Status: 200}, 0
+	}}
 	cfg := Config{
 		Source:      src,
 		Destination: func(*pacer.Message) string { return "shop" },

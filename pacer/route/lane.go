@@ -128,10 +128,10 @@ func (l *lane) nextHeld() int {
 	if k == nil {
 		return 0
 	}
-	var skipped map[string]bool
+	var skipped map[string]bool // keys whose oldest held message has no room
 	for i, m := range l.held {
-		key := string(k(m))
-		if skipped[key] {
+		key := k(m)
+		if skipped[string(key)] {
 			continue
 		}
 		if l.room(m) {
@@ -140,7 +140,7 @@ func (l *lane) nextHeld() int {
 		if skipped == nil {
 			skipped = make(map[string]bool)
 		}
-		skipped[key] = true
+		skipped[string(key)] = true
 	}
 	return -1
 }
