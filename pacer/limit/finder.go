@@ -568,7 +568,9 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		held := min(f.firstBurst, f.rate*prevGateLen.Seconds())
 		if held > 0 && !prevGate.IsZero() && !from.After(prevGate) && act >= lfMinActive && sec >= 0.97*f.rate {
 			if b := f.rate - held/act.Seconds(); b > 0 {
-				burstLo = max(math.Sqrt(b*f.rate), lfBurstFloor*f.rate)
+				burstLo = math.Sqrt(b * f.rate)
+				floored := burstLo < lfBurstFloor*f.rate // the reading took more off than it may
+				burstLo = max(burstLo, lfBurstFloor*f.rate)
 				// Both episodes emptied a full bucket: the first took the
 				// burst and firstSpan's refill, this one the burst and
 				// act's. Their difference is the limit over the
@@ -584,7 +586,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				// burst) gives nonsense here.
 				if d := act - f.firstSpan; held == f.firstBurst && f.firstSpan > 0 && d >= lfMinActive {
 					if two := (float64(f.count(from, end)) - f.firstBurst) / d.Seconds(); two > burstLo && two < f.rate {
-						burstLo = two
+						burstLo, floored = two, false
 					}
 				}
 				// The first episode took firstBurst within a second of the
@@ -596,7 +598,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				// guess than the bucket reading's floor (which takes a
 				// window for a bucket that emptied twice and is then at
 				// most 85% of the rate refused, 48/s for a 50/s HAProxy).
-				if q := f.firstBurst; burstLo == lfBurstFloor*f.rate && f.firstSpan > 0 && f.firstSpan < time.Second && q > burstLo && q < f.rate {
+				if q := f.firstBurst; floored && f.firstSpan > 0 && f.firstSpan < time.Second && q > burstLo && q < f.rate {
 					burstLo = min(q, lfQuotaMax*f.rate)
 				}
 			}
