@@ -705,9 +705,9 @@ func (f *limitFinder) queued(now time.Time) bool {
 	}
 	if f.probing && f.src == FromLatency {
 		// The probe filled its queue: ended as a refusal would end it,
-		// the limit it started from holds.
-		// What the probe queued drains at a lower rate first; the
-		// headroom does not widen for it.
+		// the limit it started from holds. What it queued drains at a
+		// lower rate first (see drainUntil); the headroom does not widen
+		// for it.
 		f.probing = false
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
 		f.nextProbe = now.Add(f.probeEvery)
@@ -882,6 +882,7 @@ func (f *limitFinder) headers(now time.Time, remaining int64, left time.Duration
 		return
 	}
 	f.hdrUntil = now.Add(left)
+	f.drainUntil = time.Time{} // the advertised budget drives the rate
 	if rolling && quota > 0 && window > 0 && f.limit > 0 {
 		ours := f.count(now.Add(-window), now)
 		foreign := max(0, quota-remaining-ours)

@@ -105,17 +105,7 @@ func TestRouterFairnessInsideADestination(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := r.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := ledger.Count(pacer.SettledAck); got != len(msgs) {
-				t.Fatalf("acked %d of %d", got, len(msgs))
-			}
-			if v := ledger.Violations(); len(v) > 0 {
-				t.Fatal(v)
-			}
+			runToEnd(t, r, ledger, len(msgs))
 			shop := log.got["shop"]
 			lastSmall := -1
 			last := map[string]int64{}
@@ -184,17 +174,9 @@ func TestRouterFairnessPropertyNothingLostTenantOrderKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			if err := r.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if n := ledger.Count(pacer.SettledAck); n != len(msgs) {
-				t.Fatalf("acked %d of %d; status %+v", n, len(msgs), r.Status())
-			}
-			if v := ledger.Violations(); len(v) > 0 {
-				t.Fatal(v)
-			}
+			runToEnd(t, r, ledger, len(msgs))
+			mu.Lock()
+			defer mu.Unlock()
 			for k, offs := range got {
 				if !slices.IsSorted(offs) {
 					t.Errorf("%s reached its engine out of order: %v", k, offs)
