@@ -83,7 +83,8 @@ const (
 	lfFell            = 0.8              // a refusal that takes the limit under this share of it: the limit fell
 	lfStillExact      = 0.95             // a measure this close under an exact limit keeps it exact
 	lfAllTaken        = 0.97             // accepted at this share of the rate sent: the API took all of it
-	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeFirst for this long
+	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeVolatile for this long
+	lfProbeVolatile   = 5 * time.Second  // a limit that just fell may rise as suddenly
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
@@ -185,6 +186,7 @@ type limitFinder struct {
 	firstSpan time.Duration
 	firstAt   time.Time
 	fellAt    time.Time // the last time the limit was seen to fall (zero: never)
+	roseAgain bool      // a climb found the limit higher since it fell
 	// inexact is the headroom's cap while the limit is only bounded (not
 	// measured exactly): lfHeadroomInexact after a refusal, narrowing by
 	// lfInexactStep per lfInexactClean of clean cruise since inexactAt, up
@@ -463,6 +465,11 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		f.upper = f.rate
 	}
 	climbed := f.probing && f.passes > 0
+	if climbed {
+		// The limit rose since it fell, and the climb found where to: what
+		// is left of the volatile spell is probed at the usual pace.
+		f.roseAgain = true
+	}
 	if f.probing {
 		f.probing = false
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
@@ -644,7 +651,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		}
 	}
 	if !wasProbing && !wasWeak && f.limit > 0 && lim < lfFell*f.limit {
-		f.fellAt = now // the limit fell after a clean cruise: it may move again
+		f.fellAt, f.roseAgain = now, false // the limit fell after a clean cruise: it may move again
 	}
 	f.limit = max(lim, f.floor)
 	f.exact = exact || (wasProbing && f.exact)
@@ -666,9 +673,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	}
 	if !f.fellAt.IsZero() && now.Sub(f.fellAt) < lfVolatile {
 		// The limit fell a moment ago: it may rise again as suddenly, so
-		// for a while it is probed every lfProbeFirst at least, whatever
-		// that costs.
-		every = min(every, lfProbeFirst)
+		// for a while it is probed every lfProbeVolatile at least, whatever
+		// that costs; once it rose again, every lfProbeFirst.
+		if f.roseAgain {
+			every = min(every, lfProbeFirst)
+		} else {
+			every = min(every, lfProbeVolatile)
+		}
 	}
 	if f.behaviour == BehaviourPenaltyBox {
 		// A downstream seen to count refused requests: whatever this
@@ -996,7 +1007,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 			f.probeEvery = lfProbeFirst
 			f.passes++
 			f.probeStep = min(2*f.probeStep, lfProbeStepMax)
-			f.nextProbe = now.Add(lfProbeLen)
+			f.nextProbe = now
 		case raw >= pass:
 			// Accepted, but no more than the bucket may have saved: no
 			// evidence either way; the next probe, soon, takes a step
