@@ -90,6 +90,7 @@ const (
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
 	lfBurstFloor      = 0.85            // the burst-corrected bound takes at most 15% off
 	lfQuotaMax        = 0.90            // a first second's quota raises that to at most this share of the rate refused
+	lfQuotaOver       = 1.10            // a first second's quota this far over the rate refused was read across two windows
 	lfShortEvidence   = 2 * time.Second // less evidence than this takes off at most
 	lfShortCut        = 0.5             // this share of the rate
 	lfEdgeSlack       = 100 * time.Millisecond
@@ -607,6 +608,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				// most 85% of the rate refused, 48/s for a 50/s HAProxy).
 				if q := f.firstBurst; floored && f.firstSpan > 0 && f.firstSpan < time.Second && q > burstLo && q < f.rate {
 					burstLo = min(q, lfQuotaMax*f.rate)
+				} else if floored && f.firstSpan > 0 && f.firstSpan < time.Second && q >= f.rate && q <= lfQuotaOver*f.rate {
+					// That first second took a little more than the rate
+					// now refused: a window's quota read across two of its
+					// windows (a start that straddled its edge), so the
+					// quota is under the rate refused, and what the last
+					// second took, sending at it, is the better reading.
+					burstLo = max(burstLo, min(sec, f.rate))
 				}
 			}
 		}
@@ -652,6 +660,13 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	}
 	if !wasProbing && !wasWeak && f.limit > 0 && lim < lfFell*f.limit {
 		f.fellAt, f.roseAgain = now, false // the limit fell after a clean cruise: it may move again
+	}
+	if f.behaviour == BehaviourPenaltyBox && !wasProbing && f.limit > 0 && lim < (1-lfHeadroomStep)*f.limit {
+		// A penalty box refused the cruise, and this measure puts its
+		// limit well under the one cruised under: the limit was read high
+		// (a start that straddled its window), not cruised too close. The
+		// headroom its box widened goes back.
+		f.headroom = lfHeadroom
 	}
 	f.limit = max(lim, f.floor)
 	f.exact = exact || (wasProbing && f.exact)

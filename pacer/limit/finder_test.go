@@ -261,6 +261,34 @@ func TestLimitFinderTwoEpisodesMeasureATokenBucket(t *testing.T) {
 			t.Errorf("cruise %.2f over the quota 50", f.rate)
 		}
 	})
+	t.Run("a quota read across two windows", func(t *testing.T) {
+		// HAProxy's 50 per second, the start straddling its second: 52
+		// taken in the first 0.52 s, read as the quota (at most 90% of
+		// the 57 refused next: 51.3), cruised at 95% of it and refused
+		// there (in the models, read at 53 and refused at 50.35). The
+		// bucket reading is floored at 85% of the rate refused (41.4:
+		// cruised at 39.3/s); a first second's quota a little over the
+		// rate refused was read across two windows, and what the last
+		// second took, sending at that rate, is the better reading.
+		clk := testkit.NewClock(testkit.T0)
+		f := newLimitFinder(100, 1, 50, 1, clk.Now())
+		deliverAt(f, clk.Now(), clk.Add(520*time.Millisecond), 100)
+		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		clk.Add(time.Second)
+		deliverAt(f, clk.Now(), clk.Add(time.Second), f.rate)
+		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		if f.limit < 51 || f.limit > 54 {
+			t.Fatalf("limit %.2f after the second throttle, want the first second's 52 (at most 90%% of the rate refused)", f.limit)
+		}
+		clk.Add(time.Second)
+		r := f.rate
+		deliverAt(f, clk.Now(), clk.Add(1200*time.Millisecond), r)
+		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		t.Logf("first %.0f in %v, then %.2f/s for 1.2s: limit %.2f (true 50)", f.firstBurst, f.firstSpan, r, f.limit)
+		if f.limit < 0.97*r || f.limit > r {
+			t.Errorf("limit %.2f, want what the last second took (all of the %.2f/s sent), not the floor %.2f", f.limit, r, lfBurstFloor*r)
+		}
+	})
 	t.Run("a quota above the rate refused is a burst", func(t *testing.T) {
 		// A bucket of 50 refilling 30/s took 71 in its first 0.71 s at
 		// 100/s: more than the rate refused next, so not a per-second
@@ -415,6 +443,46 @@ func TestLimitFinderPenaltyBox(t *testing.T) {
 		if f.burst != 1 {
 			t.Errorf("burst %d, want 1 (no burst against a penalty box)", f.burst)
 		}
+	}
+}
+
+// A penalty box whose quota was read high at start-up (a start that
+// straddled its window: 53 for 50) shuts again under the cruise, which
+// widens the headroom; the refusal that then measures its limit lower
+// says the limit was wrong, not the cruise too close: the headroom goes
+// back (at 96% of 49.25 the testapi's box was cruised at 47.3/s).
+func TestLimitFinderPenaltyBoxReadHighKeepsTheHeadroom(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	shutFor := func() {
+		for range 20 {
+			f.refusal(clk.Now(), time.Time{}, true)
+			clk.Add(10 * time.Millisecond)
+		}
+	}
+	deliverAt(f, clk.Now(), clk.Add(time.Second), 53)
+	shutFor()
+	if f.behaviour != BehaviourPenaltyBox || f.limit < 52 {
+		t.Fatalf("behaviour %v, limit %.1f: want a penalty box read at 53", f.behaviour, f.limit)
+	}
+	hold, _ := f.takeHold()
+	clk.Set(hold)
+	deliverAt(f, clk.Now(), clk.Add(1500*time.Millisecond), 51.3) // over its 50: shut again
+	shutFor()
+	if f.headroom >= lfHeadroom {
+		t.Fatalf("headroom %.2f after the box shut again soon: want it widened", f.headroom)
+	}
+	hold, _ = f.takeHold()
+	clk.Set(hold)
+	before := f.limit
+	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 49.25)
+	f.refusal(clk.Now(), time.Time{}, true)
+	t.Logf("limit %.2f -> %.2f, cruise %.2f, headroom %.2f", before, f.limit, f.rate, f.headroom)
+	if f.limit >= (1-lfHeadroomStep)*before {
+		t.Fatalf("limit %.2f -> %.2f: want the refusal to measure it lower", before, f.limit)
+	}
+	if f.headroom != lfHeadroom {
+		t.Errorf("headroom %.2f, want %.2f back: the limit was read high, the cruise was not too close", f.headroom, lfHeadroom)
 	}
 }
 
