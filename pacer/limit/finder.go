@@ -1014,7 +1014,8 @@ func (f *limitFinder) tick(now time.Time) bool {
 		switch {
 		case got >= pass || largest && raw >= pass:
 			// Accepted (most of) it: the limit is at least that; the next
-			// probe, a second later, takes a step twice as long.
+			// probe starts at once (a limit that rose is climbed without a
+			// second of cruise between steps), its step twice as long.
 			f.limit = max(f.limit, got)
 			if f.upper > 0 && f.limit >= f.upper {
 				f.upper = 0

@@ -489,7 +489,8 @@ func TestLimitFinderPenaltyBoxReadHighKeepsTheHeadroom(t *testing.T) {
 // A probe refused with a Retry-After costs that pause: a limit that holds
 // is probed so that such pauses take at most lfProbeShare of the time (a
 // 1 s pause: the next probe 50 s later, not 15 s). After the limit was
-// seen to fall, it is probed every lfProbeFirst again, whatever the pause.
+// seen to fall, it is probed every lfProbeVolatile, whatever the pause,
+// until a climb finds it higher again (then every lfProbeFirst).
 func TestLimitFinderProbesAsOftenAsTheirPauseAllows(t *testing.T) {
 	clk := testkit.NewClock(testkit.T0)
 	f := newLimitFinder(100, 1, 50, 1, clk.Now())
@@ -510,8 +511,38 @@ func TestLimitFinderProbesAsOftenAsTheirPauseAllows(t *testing.T) {
 	if f.limit >= lfFell*before || f.fellAt.IsZero() {
 		t.Fatalf("limit %.1f after falling from %.1f (fell at %v): want a fall recognised", f.limit, before, f.fellAt)
 	}
-	if wait := f.nextProbe.Sub(clk.Now()); wait > time.Second+lfProbeFirst {
-		t.Errorf("next probe in %v after the limit fell, want <= %v", wait, time.Second+lfProbeFirst)
+	if wait := f.nextProbe.Sub(clk.Now()); wait > time.Second+lfProbeVolatile {
+		t.Fatalf("next probe in %v after the limit fell, want <= %v", wait, time.Second+lfProbeVolatile)
+	}
+	// The limit rises again (to 50): the probe passes, the next starts at
+	// once, and the one refused after that climb puts the probes back at
+	// the usual pace for what is left of the volatile spell.
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), f.nextProbe, f.rate)
+	clk.Set(f.nextProbe)
+	for range 3 { // the creep of a bound may come first
+		if f.tick(clk.Now()); f.probing {
+			break
+		}
+	}
+	if !f.probing {
+		t.Fatalf("no probe at %v (rate %.1f)", f.nextProbe, f.rate)
+	}
+	probeEnd := clk.Now().Add(f.probeLen)
+	deliverAt(f, clk.Now(), probeEnd, f.probeRate)
+	clk.Set(probeEnd.Add(f.lat))
+	passedAt := f.limit
+	f.tick(clk.Now())
+	if f.limit <= passedAt || f.probing {
+		t.Fatalf("limit %.1f after a probe accepted whole (from %.1f), probing %v: want it raised", f.limit, passedAt, f.probing)
+	}
+	if !f.tick(clk.Now()) || !f.probing {
+		t.Fatalf("after a probe passed, no probe at once (next at %v, now %v)", f.nextProbe, clk.Now())
+	}
+	deliverAt(f, clk.Now(), clk.Add(200*time.Millisecond), f.probeRate)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if wait := f.nextProbe.Sub(clk.Now()); wait <= time.Second+lfProbeVolatile || wait > time.Second+lfProbeFirst {
+		t.Errorf("next probe in %v after a climb was refused, want in (%v, %v]", wait, time.Second+lfProbeVolatile, time.Second+lfProbeFirst)
 	}
 }
 
