@@ -23,6 +23,16 @@ func deliverAt(f *limitFinder, from, to time.Time, rate float64) {
 	}
 }
 
+// refuseRun answers 20 requests 10 ms apart with refusals (429s when
+// refused, else 503s and timeouts) and nothing accepted: a penalty box
+// shut, or an outage.
+func refuseRun(f *limitFinder, clk *testkit.Clock, refused bool) {
+	for range 20 {
+		f.refusal(clk.Now(), time.Time{}, refused)
+		clk.Add(10 * time.Millisecond)
+	}
+}
+
 // A throttle right after another, following a clean cruise, means the
 // API's limit fell: the finder comes down between what the API accepted
 // over the two throttles (the wait included) and the rate it refused, not
@@ -418,10 +428,7 @@ func TestLimitFinderPenaltyBox(t *testing.T) {
 		f := newLimitFinder(100, 1, 50, 1, clk.Now())
 		deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
 		shut := clk.Now()
-		for range 20 {
-			f.refusal(clk.Now(), time.Time{}, refused)
-			clk.Add(10 * time.Millisecond)
-		}
+		refuseRun(f, clk, refused)
 		hold, cause := f.takeHold()
 		if !refused {
 			if f.behaviour == BehaviourPenaltyBox || !hold.IsZero() {
@@ -455,10 +462,7 @@ func TestLimitFinderPenaltyBoxSeenBeforeIsRecognisedAtOnce(t *testing.T) {
 	clk := testkit.NewClock(testkit.T0)
 	f := newLimitFinder(100, 1, 50, 1, clk.Now())
 	deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
-	for range 20 {
-		f.refusal(clk.Now(), time.Time{}, true)
-		clk.Add(10 * time.Millisecond)
-	}
+	refuseRun(f, clk, true)
 	hold, _ := f.takeHold()
 	if f.behaviour != BehaviourPenaltyBox || hold.IsZero() {
 		t.Fatalf("behaviour %v, hold %v: want a penalty box", f.behaviour, hold)
@@ -484,21 +488,15 @@ func TestLimitFinderPenaltyBoxSeenBeforeIsRecognisedAtOnce(t *testing.T) {
 func TestLimitFinderPenaltyBoxReadHighKeepsTheHeadroom(t *testing.T) {
 	clk := testkit.NewClock(testkit.T0)
 	f := newLimitFinder(100, 1, 50, 1, clk.Now())
-	shutFor := func() {
-		for range 20 {
-			f.refusal(clk.Now(), time.Time{}, true)
-			clk.Add(10 * time.Millisecond)
-		}
-	}
 	deliverAt(f, clk.Now(), clk.Add(time.Second), 53)
-	shutFor()
+	refuseRun(f, clk, true)
 	if f.behaviour != BehaviourPenaltyBox || f.limit < 52 {
 		t.Fatalf("behaviour %v, limit %.1f: want a penalty box read at 53", f.behaviour, f.limit)
 	}
 	hold, _ := f.takeHold()
 	clk.Set(hold)
 	deliverAt(f, clk.Now(), clk.Add(1500*time.Millisecond), 51.3) // over its 50: shut again
-	shutFor()
+	refuseRun(f, clk, true)
 	if f.headroom >= lfHeadroom {
 		t.Fatalf("headroom %.2f after the box shut again soon: want it widened", f.headroom)
 	}
@@ -844,10 +842,7 @@ func TestLimitFinderPenaltyBoxProbedRarelyAfterAStray429(t *testing.T) {
 	clk := testkit.NewClock(testkit.T0)
 	f := newLimitFinder(100, 1, 50, 1, clk.Now())
 	deliverAt(f, clk.Now(), clk.Add(time.Second), 50)
-	for range 20 {
-		f.refusal(clk.Now(), time.Time{}, true)
-		clk.Add(10 * time.Millisecond)
-	}
+	refuseRun(f, clk, true)
 	if f.behaviour != BehaviourPenaltyBox {
 		t.Fatalf("behaviour %v, want penalty-box", f.behaviour)
 	}
