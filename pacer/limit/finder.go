@@ -808,14 +808,14 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	// The answers of the span's first latency were to requests sent
 	// before it shut: not counted.
 	from := f.satStart.Add(f.lat)
-	quiet, need := lfPenaltyQuiet, int64(5)
+	quiet, need := lfPenaltyQuiet, 5
 	if f.behaviour == BehaviourPenaltyBox {
 		// One already seen: two refusals in a row with nothing accepted
 		// between say it shut again, and each request sent on while the
 		// evidence gathers is counted and keeps it shut.
 		quiet, need = 0, 2
 	}
-	if end.Sub(from) < quiet || int64(f.satN) < need || f.active(from, end) < quiet || f.count(from, end)*10 > int64(f.satN) {
+	if end.Sub(from) < quiet || f.satN < need || f.active(from, end) < quiet || f.count(from, end)*10 > int64(f.satN) {
 		return false
 	}
 	// What it accepted in the window before it shut: its quota (HAProxy's
