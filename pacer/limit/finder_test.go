@@ -255,14 +255,7 @@ func TestLimitFinderTwoEpisodesMeasureATokenBucket(t *testing.T) {
 		// reading is floored at 85% of the rate refused, and what the
 		// first episode took within its second (its quota) is the better
 		// guess: the limit is 50, not 48 (cruised at 47/s before).
-		clk := testkit.NewClock(testkit.T0)
-		f := newLimitFinder(100, 1, 50, 1, clk.Now())
-		deliverAt(f, clk.Now(), clk.Add(500*time.Millisecond), 100)
-		f.throttle(clk.Now(), clk.Now().Add(time.Second))
-		clk.Add(time.Second)
-		r := f.rate
-		deliverAt(f, clk.Now(), clk.Add(time.Second), r)
-		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		f, _, r := twoEpisodes(500*time.Millisecond, time.Second)
 		t.Logf("first %.0f in %v, then %.1f/s for 1s: limit %.2f (true 50)", f.firstBurst, f.firstSpan, r, f.limit)
 		if f.limit < 49 || f.limit > 50.5 {
 			t.Errorf("limit %.2f, want the first second's quota (50): the first episode read as a burst, or the floor %.2f kept", f.limit, lfBurstFloor*r)
@@ -280,13 +273,7 @@ func TestLimitFinderTwoEpisodesMeasureATokenBucket(t *testing.T) {
 		// cruised at 39.3/s); a first second's quota a little over the
 		// rate refused was read across two windows, and what the last
 		// second took, sending at that rate, is the better reading.
-		clk := testkit.NewClock(testkit.T0)
-		f := newLimitFinder(100, 1, 50, 1, clk.Now())
-		deliverAt(f, clk.Now(), clk.Add(520*time.Millisecond), 100)
-		f.throttle(clk.Now(), clk.Now().Add(time.Second))
-		clk.Add(time.Second)
-		deliverAt(f, clk.Now(), clk.Add(time.Second), f.rate)
-		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		f, clk, _ := twoEpisodes(520*time.Millisecond, time.Second)
 		if f.limit < 51 || f.limit > 54 {
 			t.Fatalf("limit %.2f after the second throttle, want the first second's 52 (at most 90%% of the rate refused)", f.limit)
 		}
@@ -303,18 +290,28 @@ func TestLimitFinderTwoEpisodesMeasureATokenBucket(t *testing.T) {
 		// A bucket of 50 refilling 30/s took 71 in its first 0.71 s at
 		// 100/s: more than the rate refused next, so not a per-second
 		// quota; the bucket reading's floor stands.
-		clk := testkit.NewClock(testkit.T0)
-		f := newLimitFinder(100, 1, 50, 1, clk.Now())
-		deliverAt(f, clk.Now(), clk.Add(710*time.Millisecond), 100)
-		f.throttle(clk.Now(), clk.Now().Add(time.Second))
-		clk.Add(time.Second)
-		r := f.rate
-		deliverAt(f, clk.Now(), clk.Add(1110*time.Millisecond), r)
-		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+		f, _, r := twoEpisodes(710*time.Millisecond, 1110*time.Millisecond)
 		if want := lfBurstFloor * r; math.Abs(f.limit-want) > 1e-6 {
 			t.Errorf("limit %.2f, want the floor %.2f: a first episode of %.0f taken for a quota", f.limit, want, f.firstBurst)
 		}
 	})
+}
+
+// twoEpisodes starts a finder at 100/s until the downstream refuses it
+// first (first in), then, after a 1 s wait, sends at the rate that left it
+// until the second refusal (second in), also followed by a 1 s wait. It
+// returns the finder, its clock (at the second refusal) and the rate
+// refused the second time.
+func twoEpisodes(first, second time.Duration) (*limitFinder, *testkit.Clock, float64) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(first), 100)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	clk.Add(time.Second)
+	r := f.rate
+	deliverAt(f, clk.Now(), clk.Add(second), r)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	return f, clk, r
 }
 
 // A finder sharing a board that never answered (or stopped answering)
