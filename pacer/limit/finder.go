@@ -215,10 +215,16 @@ type limitFinder struct {
 	behaviour    Behaviour     // how the downstream was seen to limit
 	header       string        // the rate-limit header it advertises its budget in ("" none)
 	shared       bool          // another client spends the same advertised budget
-	penalties    int           // penalty-box holds in a row
-	boxUntil     time.Time     // the last penalty-box hold's end
-	hold         time.Time     // a hold the controller must raise as a gate (zero: none)
-	holdCause    string
+	// boxHold is the last penalty-box hold's length (zero: none yet). It
+	// doubles only while a hold ends with the box still shut; one that
+	// cleared it is long enough for the next.
+	boxHold  time.Duration
+	boxUntil time.Time // the last penalty-box hold's end, and lfEpisode
+	// boxRate is the rate cruised after the last hold: a box that shuts
+	// again soon under it has its quota under it (see penaltyBox).
+	boxRate   float64
+	hold      time.Time // a hold the controller must raise as a gate (zero: none)
+	holdCause string
 }
 
 // Behaviour is how the downstream was seen to limit, for /status, the log
@@ -830,21 +836,37 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	} else {
 		est = float64(f.count(maxTime(f.start, boxStart.Add(-lfPenaltyWindow)), boxStart)) / lfPenaltyWindow.Seconds()
 	}
-	if f.probing && f.limit > 0 {
-		est = f.limit // a probe shut it: the limit it started from held
+	// Nothing accepted since the last hold ended: the box was still shut
+	// (it counts over a longer window, or the refusals it counted before
+	// the hold still weigh): the hold was too short, the limit holds.
+	stillShut := f.boxHold > 0 && f.limit > 0 && now.Sub(f.boxUntil) < 2*lfCycle &&
+		f.count(f.boxUntil.Add(-lfEpisode), from) == 0
+	if f.probing && f.limit > 0 || stillShut {
+		est = f.limit // a probe shut it, or the hold was too short: the limit it started from held
 	} else if f.behaviour == BehaviourPenaltyBox && f.limit > 0 && now.Sub(f.boxUntil) < 2*lfCycle {
-		// Shut again soon after the last: the cruise was over its quota,
-		// which the window before it shut measured; cruise further under.
+		// Shut again soon after the last, under the cruise that followed
+		// it: a window counting over a second takes a steady rate up to
+		// its quota, so the quota is under the rate cruised, however much
+		// the window before it shut took (a quota read across the edge of
+		// two of its windows, at a start or behind latency, reads up to a
+		// fifth high). The limit goes a step under that rate.
 		est = min(est, f.limit)
-		f.headroom = max(lfHeadroomMin, f.headroom-lfHeadroomStep)
+		if f.boxRate > 0 {
+			est = min(est, f.boxRate*(1-lfHeadroomStep))
+		}
 	}
-	if est < lfPenaltyLeast*f.rate && !(f.probing && f.limit > 0) {
+	if est < lfPenaltyLeast*f.rate && !(f.probing && f.limit > 0) && !stillShut {
 		// It accepted next to nothing before it shut either: not a quota
 		// (an outage that answers 429, another client taking it all).
 		return false
 	}
-	hold := min(lfPenaltyWindow<<min(f.penalties, 3), lfPenaltyMax)
-	f.penalties++
+	// A hold that cleared the box (something was accepted after it) is
+	// long enough for the next.
+	hold := max(f.boxHold, lfPenaltyWindow)
+	if stillShut {
+		hold = min(2*f.boxHold, lfPenaltyMax)
+	}
+	f.boxHold = hold
 	until := maxTime(gateEnd, now.Add(hold))
 	f.gated(now, until)
 	f.hold, f.holdCause = until, "penalty box: the downstream counts refused requests; holding "+hold.String()+" for its window to clear"
@@ -862,6 +884,7 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	f.exact = exact || f.exact
 	f.src = From429
 	f.rate = f.cruise()
+	f.boxRate = f.rate
 	f.burst = f.burstFor(f.rate)
 	// Every refused request counts against it: a failed probe shuts it
 	// for a window. It is probed rarely.
