@@ -222,9 +222,13 @@ type limitFinder struct {
 	boxUntil time.Time // the last penalty-box hold's end, and lfEpisode
 	// boxRate is the rate cruised after the last hold: a box that shuts
 	// again soon under it has its quota under it (see penaltyBox).
-	boxRate   float64
-	hold      time.Time // a hold the controller must raise as a gate (zero: none)
-	holdCause string
+	boxRate float64
+	// winFrom and winEnd are a window API's window (its ends named in
+	// whole seconds) that a refusal measured, counted again once its
+	// answers are in (zero winEnd: none pending).
+	winFrom, winEnd time.Time
+	hold            time.Time // a hold the controller must raise as a gate (zero: none)
+	holdCause       string
 }
 
 // Behaviour is how the downstream was seen to limit, for /status, the log
@@ -338,6 +342,9 @@ func (f *limitFinder) active(from, to time.Time) time.Duration {
 	}
 	return max(d, 0)
 }
+
+// wholeSecond: t is on a whole second (where an HTTP-date's time falls).
+func wholeSecond(t time.Time) bool { return t.Equal(t.Truncate(time.Second)) }
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -624,7 +631,23 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				}
 			}
 		}
+		// A window API that names its windows' ends in whole seconds (a
+		// Retry-After HTTP-date): the last wait ended on one, this one
+		// ends a second later, and this refusal came within that second:
+		// what it accepted since the last wait ended is the window's
+		// quota, exactly (it had nothing left). Counted from one latency
+		// after the window began; the answers still in flight are counted
+		// once the wait is over (see tick).
+		win := 0.0
+		if !prevGate.IsZero() && prevGateLen > 0 && gateEnd.Sub(prevGate) == time.Second &&
+			wholeSecond(prevGate) && wholeSecond(gateEnd) && now.After(prevGate.Add(f.lat)) &&
+			f.active(prevGate, end) >= end.Sub(prevGate)*9/10 {
+			win = float64(f.count(prevGate.Add(f.lat), end))
+			f.winFrom, f.winEnd = prevGate, gateEnd
+		}
 		switch {
+		case win > 0:
+			lim, exact = win, true
 		case burstLo > 0 && lo > 0 && lo < f.rate:
 			lim = min(max(burstLo, math.Sqrt(lo*f.rate)), m, f.rate)
 		case lo > 0 && lo < f.rate:
@@ -1016,6 +1039,18 @@ func (f *limitFinder) tick(now time.Time) bool {
 	}
 	if (f.src != From429 && f.src != FromLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
+	}
+	if !f.winEnd.IsZero() && !f.evidenceEnd(now).Before(f.winEnd.Add(f.lat)) {
+		// The window a refusal measured is over and its answers are in:
+		// the answers that were in flight at the refusal count too.
+		q := float64(f.count(f.winFrom.Add(f.lat), f.winEnd.Add(f.lat-time.Nanosecond)))
+		f.winEnd = time.Time{}
+		if q > f.limit && f.exact && !f.probing {
+			f.limit = min(q, f.ceiling)
+			f.rate = f.cruise()
+			f.burst = f.burstFor(f.rate)
+			return true
+		}
 	}
 	if !f.drainUntil.IsZero() && !now.Before(f.drainUntil) {
 		// The probe's queue drained: back to the cruise.

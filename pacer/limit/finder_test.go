@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -1080,5 +1081,66 @@ func TestWindowEdgeOneEdgePredicts(t *testing.T) {
 	clk.Add(200 * time.Millisecond)
 	if got := b.refine(clk.Now(), rl(5), time.Second, false); got != time.Second || b.predicted || !b.hi.IsZero() {
 		t.Errorf("a bucket's answers around a refusal: left %v (predicted %v, edge at %v), want 1s as said and no edge", got, b.predicted, b.hi)
+	}
+}
+
+// A window API that says when its window ends as an HTTP-date (whole
+// seconds, the window of 50 a second aligned to them): a refusal within
+// the second after the last wait ended, whose wait ends at the next whole
+// second, shows the window's quota in what was accepted since the last
+// wait ended, exactly; the answers still in flight at the refusal (40 ms
+// of latency) are counted once the wait is over. The limit used to be
+// read as a bound (49) and cruised at 95-98% of it: 47.3/s. The same
+// refusals with waits that do not end on whole seconds (Retry-After in
+// seconds from a token bucket) are not read as a window.
+func TestLimitFinderRetryAfterDateMeasuresTheWindow(t *testing.T) {
+	for _, dated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dated-%v", dated), func(t *testing.T) {
+			clk := testkit.NewClock(testkit.T0.Add(250 * time.Millisecond))
+			f := newLimitFinder(100, 1, 50, 1, clk.Now())
+			f.lat = 40 * time.Millisecond
+			shift := time.Duration(0)
+			if !dated {
+				shift = 137 * time.Millisecond
+			}
+			deliverAt(f, clk.Now().Add(-250*time.Millisecond), clk.Now(), 100)
+			f.refusal(clk.Now(), testkit.T0.Add(time.Second+shift), true) // the start-up's burst
+			// From the wait's end, 57/s: the window's 50 are taken in
+			// 877 ms and the 51st is refused at once; the answers of the
+			// 50 come 40 ms after each was taken, the last 2 after the
+			// refusal.
+			win := testkit.T0.Add(time.Second + shift)
+			full := win.Add(877 * time.Millisecond)
+			answer := func(from, to time.Time) {
+				for i := range 50 {
+					if at := win.Add(f.lat + time.Duration(i)*877*time.Millisecond/50); !at.Before(from) && at.Before(to) {
+						f.delivered(at, 1)
+					}
+				}
+			}
+			clk.Set(full)
+			answer(win, full)
+			f.refusal(clk.Now(), testkit.T0.Add(2*time.Second+shift), true)
+			first, firstExact := f.limit, f.exact
+			answer(full, full.Add(f.lat)) // the answers in flight
+			clk.Set(testkit.T0.Add(2*time.Second + shift + f.lat + 10*time.Millisecond))
+			f.tick(clk.Now())
+			t.Logf("limit %.1f (exact %v) at the refusal, %.1f (exact %v) once its window's answers were in; cruise %.1f", first, firstExact, f.limit, f.exact, f.rate)
+			if !dated {
+				if f.exact || f.limit > 49.5 {
+					t.Errorf("limit %.1f exact %v: want waits off whole seconds not read as a window's quota", f.limit, f.exact)
+				}
+				return
+			}
+			if !firstExact || first < 47 || first > 50 {
+				t.Errorf("limit %.1f exact %v at the refusal: want the window's quota so far, exactly", first, firstExact)
+			}
+			if f.limit < 49.5 || f.limit > 50.5 || !f.exact {
+				t.Errorf("limit %.1f exact %v once the window's answers were in: want its quota of 50, exactly", f.limit, f.exact)
+			}
+			if f.rate < 0.97*50 {
+				t.Errorf("cruise %.1f: want it close to a quota measured exactly", f.rate)
+			}
+		})
 	}
 }
