@@ -343,8 +343,13 @@ func (f *limitFinder) active(from, to time.Time) time.Duration {
 	return max(d, 0)
 }
 
-// wholeSecond: t is on a whole second (where an HTTP-date's time falls).
-func wholeSecond(t time.Time) bool { return t.Equal(t.Truncate(time.Second)) }
+// onSecond: t is on a whole second (where an HTTP-date's time falls),
+// to within lfSlot (the date became a wait at its answer, and the wait a
+// time a moment later).
+func onSecond(t time.Time) bool {
+	d := t.Sub(t.Round(time.Second))
+	return d > -lfSlot && d < lfSlot
+}
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -635,19 +640,29 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// Retry-After HTTP-date): the last wait ended on one, this one
 		// ends a second later, and this refusal came within that second:
 		// what it accepted since the last wait ended is the window's
-		// quota, exactly (it had nothing left). Counted from one latency
-		// after the window began; the answers still in flight are counted
-		// once the wait is over (see tick).
+		// quota, exactly (it had nothing left). The answers that come
+		// within the window are its: nothing was sent during the wait
+		// before it, and what is sent after it is answered after it. Those
+		// still in flight at the refusal are counted once the wait is over
+		// (see tick).
 		win := 0.0
-		if !prevGate.IsZero() && prevGateLen > 0 && gateEnd.Sub(prevGate) == time.Second &&
-			wholeSecond(prevGate) && wholeSecond(gateEnd) && now.After(prevGate.Add(f.lat)) &&
-			f.active(prevGate, end) >= end.Sub(prevGate)*9/10 {
-			win = float64(f.count(prevGate.Add(f.lat), end))
-			f.winFrom, f.winEnd = prevGate, gateEnd
+		from, to := prevGate.Round(time.Second), gateEnd.Round(time.Second)
+		if !prevGate.IsZero() && prevGateLen > 0 && to.Sub(from) == time.Second &&
+			onSecond(prevGate) && onSecond(gateEnd) && now.After(from.Add(f.lat)) &&
+			f.active(from, end) >= end.Sub(from)*9/10 {
+			win = float64(f.count(from, end))
+			f.winFrom, f.winEnd = from, to
 		}
 		switch {
 		case win > 0:
 			lim, exact = win, true
+			if f.exact && f.limit > 0 && win < f.limit && win >= lfStillExact*f.limit {
+				// Within a count or two of the quota measured before:
+				// the same quota, the answers in flight not in yet (a
+				// cruise at 98% of it still puts 51 requests in some
+				// windows of 50).
+				lim = f.limit
+			}
 		case burstLo > 0 && lo > 0 && lo < f.rate:
 			lim = min(max(burstLo, math.Sqrt(lo*f.rate)), m, f.rate)
 		case lo > 0 && lo < f.rate:
@@ -1040,10 +1055,13 @@ func (f *limitFinder) tick(now time.Time) bool {
 	if (f.src != From429 && f.src != FromLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
 	}
-	if !f.winEnd.IsZero() && !f.evidenceEnd(now).Before(f.winEnd.Add(f.lat)) {
-		// The window a refusal measured is over and its answers are in:
-		// the answers that were in flight at the refusal count too.
-		q := float64(f.count(f.winFrom.Add(f.lat), f.winEnd.Add(f.lat-time.Nanosecond)))
+	if !f.winEnd.IsZero() && !f.evidenceEnd(now).Before(f.winEnd) {
+		// The window a refusal measured is over: the answers that were in
+		// flight at the refusal count too. Counted in whole slots, to the
+		// last that ends within the window (the next holds answers to what
+		// was sent as the wait ended): it may miss an answer or two, never
+		// take one of the next window's.
+		q := float64(f.count(f.winFrom, f.winEnd.Add(-lfSlot)))
 		f.winEnd = time.Time{}
 		if q > f.limit && f.exact && !f.probing {
 			f.limit = min(q, f.ceiling)

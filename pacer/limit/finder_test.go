@@ -1,7 +1,6 @@
 package limit
 
 import (
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -1094,15 +1093,22 @@ func TestWindowEdgeOneEdgePredicts(t *testing.T) {
 // refusals with waits that do not end on whole seconds (Retry-After in
 // seconds from a token bucket) are not read as a window.
 func TestLimitFinderRetryAfterDateMeasuresTheWindow(t *testing.T) {
-	for _, dated := range []bool{true, false} {
-		t.Run(fmt.Sprintf("dated-%v", dated), func(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shift time.Duration // the waits' ends after the whole second
+		dated bool
+	}{
+		{"date", 0, true},
+		// The date became a wait at its answer, and the wait a time a
+		// moment later.
+		{"date-a-moment-late", 700 * time.Microsecond, true},
+		{"seconds", 137 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			clk := testkit.NewClock(testkit.T0.Add(250 * time.Millisecond))
 			f := newLimitFinder(100, 1, 50, 1, clk.Now())
 			f.lat = 40 * time.Millisecond
-			shift := time.Duration(0)
-			if !dated {
-				shift = 137 * time.Millisecond
-			}
+			shift, dated := tc.shift, tc.dated
 			deliverAt(f, clk.Now().Add(-250*time.Millisecond), clk.Now(), 100)
 			f.refusal(clk.Now(), testkit.T0.Add(time.Second+shift), true) // the start-up's burst
 			// From the wait's end, 57/s: the window's 50 are taken in
