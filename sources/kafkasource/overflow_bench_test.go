@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
 	"github.com/pacer-dev/pacer/pacer"
+	"github.com/pacer-dev/pacer/sources/kafkasource"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // sinkFunc is a sink that delivers at once, calling f for each message.
@@ -80,29 +83,43 @@ func hotTopic(b *testing.B, brokers []string, topic, deferTopic string, partitio
 //     the deferral topic (kafkasource.Deferral) and its original acked once
 //     stored: the rate republishes are answered at;
 //   - overflow-window1: the same with Fairness.MaxDeferring 1, one
-//     republish at a time (what a synchronous Defer did).
+//     republish at a time (what a synchronous Defer did);
+//   - peer-republish: no engine, a loop written by hand with franz-go's
+//     client that reads the partition in a consumer group and republishes
+//     every record to the same deferral topic as fast as it can, marking
+//     an original for commit only once its copy is stored (the guarantee
+//     the overflow keeps): what a plain program gets from the same broker
+//     in the same run, the yardstick for overflow (peerRepublish);
+//   - peer-republish-sarama: the same loop with sarama, the client pacer
+//     is built on (peerRepublishSarama).
 //
-// msgs/s counts from the first hand-over, or the first republish (the
-// group join left out).
+// msgs/s counts from the first hand-over, or the first republish, or the
+// peer's first record read (the group join left out), until b.N records
+// are acked (read) or b.N republishes are answered.
 //
 //	go test -run '^$' -bench BenchmarkOverflowRepublish -benchtime=20000x ./sources/kafkasource/
 func BenchmarkOverflowRepublish(b *testing.B) {
 	brokers := testenv.Kafka(b)
 	val := make([]byte, 256)
 	for _, tc := range []struct {
-		name   string
-		window int // Fairness.MaxDeferring; -1: the Source alone
-	}{{"read", -1}, {"overflow", 0}, {"overflow-window1", 1}} {
+		name string
+		run  func(b *testing.B, brokers []string, topic string, n int) time.Duration
+	}{
+		{"read", readOnly},
+		{"overflow", func(b *testing.B, brokers []string, topic string, n int) time.Duration {
+			return overflowAll(b, brokers, topic, n, 0)
+		}},
+		{"overflow-window1", func(b *testing.B, brokers []string, topic string, n int) time.Duration {
+			return overflowAll(b, brokers, topic, n, 1)
+		}},
+		{"peer-republish", peerRepublish},
+		{"peer-republish-sarama", peerRepublishSarama},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			topic := testenv.UniqueName(b, "ovb")
 			hotTopic(b, brokers, topic, topic+"-deferred", 1, b.N+64, func(int) []byte { return val })
 			b.ResetTimer()
-			var took time.Duration
-			if tc.window < 0 {
-				took = readOnly(b, brokers, topic, b.N)
-			} else {
-				took = overflowAll(b, brokers, topic, b.N, tc.window)
-			}
+			took := tc.run(b, brokers, topic, b.N)
 			b.ReportMetric(float64(b.N)/took.Seconds(), "msgs/s")
 		})
 	}
@@ -195,6 +212,187 @@ func overflowAll(b *testing.B, brokers []string, topic string, n, window int) ti
 type consumedHook func(m *pacer.Message)
 
 func (f consumedHook) OnConsumed(m *pacer.Message) { f(m) }
+
+// peerRepublish is the yardstick written by hand with franz-go's client,
+// no engine: a group consumer of topic (from its start) copies the
+// records of each poll (key, value, headers, HeaderDeferredFrom naming
+// the original, as the Deferral writes them) to topic+"-deferred" with
+// ProduceSync (the client's producer defaults: acks all, idempotent),
+// then marks the originals for the client's autocommit and polls again
+// (the client fetches on meanwhile), until n copies are stored; from the
+// first record polled. One warm-up record goes to the deferral topic
+// before, so that the producer has its ID and the topic's metadata, as
+// the Deferral has its metadata from NewDeferral (else about 10-20 ms of
+// a 20,000-record run is the first produce).
+func peerRepublish(b *testing.B, brokers []string, topic string, n int) time.Duration {
+	deferTopic := topic + "-deferred"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(topic), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitMarks(),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(100*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: deferTopic, Key: []byte("warm-up")}).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	var first time.Time
+	for stored := 0; stored < n; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			b.Fatalf("%d of %d republishes stored: %v", stored, n, err)
+		}
+		originals := fs.Records()
+		if len(originals) == 0 {
+			continue
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if err := cl.ProduceSync(ctx, peerCopies(originals, deferTopic)...).FirstErr(); err != nil {
+			b.Fatalf("%d of %d republishes stored: %v", stored, n, err)
+		}
+		cl.MarkCommitRecords(originals...)
+		stored += len(originals)
+	}
+	return time.Since(first)
+}
+
+// peerCopies are originals' copies for topic, as the Deferral writes them.
+func peerCopies(originals []*kgo.Record, topic string) []*kgo.Record {
+	copies := make([]*kgo.Record, len(originals))
+	for i, r := range originals {
+		from := deferredFrom(r.Topic, r.Partition, r.Offset)
+		headers := append(slices.Clip(r.Headers), kgo.RecordHeader{Key: kafkasource.HeaderDeferredFrom, Value: from})
+		copies[i] = &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: headers}
+	}
+	return copies
+}
+
+// deferredFrom is HeaderDeferredFrom's value for an original: its
+// topic/partition/offset.
+func deferredFrom(topic string, partition int32, offset int64) []byte {
+	from := append(append(make([]byte, 0, len(topic)+24), topic...), '/')
+	from = append(strconv.AppendInt(from, int64(partition), 10), '/')
+	return strconv.AppendInt(from, offset, 10)
+}
+
+// peerRepublishSarama is peerRepublish with sarama: a consumer group
+// handler takes the messages its claim has ready (at least one, at most
+// ChannelBufferSize), sends their copies with a SyncProducer's
+// SendMessages (acks all), then marks the last of them, until n copies are
+// stored; from the first message read, after a warm-up record as in
+// peerRepublish.
+func peerRepublishSarama(b *testing.B, brokers []string, topic string, n int) time.Duration {
+	sc := saramaConfig()
+	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
+	sc.Consumer.Group.Session.Timeout = 6 * time.Second
+	sc.Consumer.Group.Heartbeat.Interval = 100 * time.Millisecond
+	p, err := sarama.NewSyncProducer(brokers, sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic + "-deferred", Key: sarama.StringEncoder("warm-up")}); err != nil {
+		b.Fatal(err)
+	}
+	g, err := sarama.NewConsumerGroup(brokers, topic, sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &peerHandler{p: p, topic: topic + "-deferred", n: int64(n), max: sc.ChannelBufferSize, finished: make(chan struct{}), fail: func(err error) {
+		if ctx.Err() == nil {
+			b.Error(err)
+			cancel()
+		}
+	}}
+	consumed := make(chan struct{})
+	go func() {
+		defer close(consumed)
+		for ctx.Err() == nil {
+			if err := g.Consume(ctx, []string{topic}, h); err != nil {
+				h.fail(err)
+			}
+		}
+	}()
+	select {
+	case <-h.finished:
+	case <-ctx.Done():
+	case <-time.After(5 * time.Minute):
+		b.Errorf("%d of %d republishes stored in 5 minutes", h.stored.Load(), n)
+	}
+	took := time.Since(time.Unix(0, h.first.Load()))
+	cancel()
+	<-consumed
+	if b.Failed() {
+		b.FailNow()
+	}
+	return took
+}
+
+// peerHandler is peerRepublishSarama's consumer group handler.
+type peerHandler struct {
+	p             sarama.SyncProducer
+	topic         string // the copies'
+	n             int64
+	max           int // messages per SendMessages
+	first, stored atomic.Int64
+	finished      chan struct{} // closed once n copies are stored
+	fail          func(error)
+}
+
+func (*peerHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (*peerHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (h *peerHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	var batch []*sarama.ConsumerMessage
+	for msg := range claim.Messages() {
+		h.first.CompareAndSwap(0, time.Now().UnixNano())
+		batch = append(batch[:0], msg)
+	ready:
+		for len(batch) < h.max {
+			select {
+			case m, ok := <-claim.Messages():
+				if !ok {
+					break ready
+				}
+				batch = append(batch, m)
+			default:
+				break ready
+			}
+		}
+		if err := h.p.SendMessages(h.copies(batch)); err != nil {
+			h.fail(err)
+			return err
+		}
+		sess.MarkMessage(batch[len(batch)-1], "")
+		k := int64(len(batch))
+		if s := h.stored.Add(k); s >= h.n && s-k < h.n {
+			close(h.finished)
+		}
+	}
+	return nil
+}
+
+// copies are msgs' copies for h.topic, as the Deferral writes them.
+func (h *peerHandler) copies(msgs []*sarama.ConsumerMessage) []*sarama.ProducerMessage {
+	out := make([]*sarama.ProducerMessage, len(msgs))
+	for i, m := range msgs {
+		headers := make([]sarama.RecordHeader, 0, len(m.Headers)+1)
+		for _, hd := range m.Headers {
+			headers = append(headers, *hd)
+		}
+		from := deferredFrom(m.Topic, m.Partition, m.Offset)
+		headers = append(headers, sarama.RecordHeader{Key: []byte(kafkasource.HeaderDeferredFrom), Value: from})
+		out[i] = &sarama.ProducerMessage{Topic: h.topic, Key: sarama.ByteEncoder(m.Key), Value: sarama.ByteEncoder(m.Value), Headers: headers}
+	}
+	return out
+}
 
 // BenchmarkSmallTenantsBesideHot is the Kafka layout through the
 // engine: a topic of 3 partitions with every tenant in partition 0 (as
