@@ -1067,6 +1067,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 			f.limit = min(q, f.ceiling)
 			f.rate = f.cruise()
 			f.burst = f.burstFor(f.rate)
+			f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: f.lastThrottle})
 			return true
 		}
 	}
