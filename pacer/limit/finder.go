@@ -49,6 +49,7 @@ const (
 	lfSecActive       = 800 * time.Millisecond
 	lfHeadroom        = 0.98 // cruise at this share of the measured limit, at first
 	lfHeadroomMin     = 0.90 // and at least this share after refusals while cruising
+	lfHeadroomQueued  = 0.99 // at first under a limit a queue's latency taught
 	lfHeadroomInexact = 0.95 // at most this share of a limit not measured exactly
 	lfHeadroomStep    = 0.02 // each refusal while cruising widens the headroom by this
 	lfHeadroomClean   = 60 * time.Second
@@ -764,8 +765,9 @@ func (f *limitFinder) queued(now time.Time) bool {
 		return false // the advertised budget drives the rate
 	}
 	end := f.evidenceEnd(now)
-	from := maxTime(end.Add(-time.Second), f.start)
-	act := f.active(from, end)
+	// A second of whole slots: count takes both ends' slots.
+	from := maxTime(end.Add(-time.Second+lfSlot), f.start)
+	act := f.active(from.Add(-lfSlot), end)
 	if act < lfSecActive {
 		return false
 	}
@@ -804,6 +806,12 @@ func (f *limitFinder) queued(now time.Time) bool {
 	if f.probing {
 		f.probing = false
 		f.probeEvery = min(2*f.probeEvery, lfProbeMax)
+	}
+	if f.behaviour != BehaviourQueueing {
+		// The excess over a queueing downstream's rate costs latency, not
+		// refusals, and a cruise that still queues widens the headroom
+		// (above): it starts narrower than under a limit that refuses.
+		f.headroom = lfHeadroomQueued
 	}
 	f.behaviour = BehaviourQueueing
 	f.limit = max(got, f.floor)

@@ -86,15 +86,24 @@ func TestLimitFinderLastSecondCapsTheLimit(t *testing.T) {
 // together than its rate only wait in its queue, and that wait read as
 // queueing widened the headroom under the limit (real nginx: the cruise
 // went from 98% to 92% of the limit, 46.9-48.5/s delivered for 50/s).
+// Its rate is what it delivered in a second of whole slots (a count takes
+// both ends' slots: 51 in a second for 50/s, or 50, by the phase), and
+// its excess costs latency, not refusals: cruised at 99% of it (real
+// nginx: 48.8-48.9/s where 50 was read, cruised at 98%).
 func TestLimitFinderQueuedLearnsTheRateWithoutABurst(t *testing.T) {
 	clk := testkit.NewClock(testkit.T0)
 	f := newLimitFinder(100, 1, 50, 1, clk.Now())
-	deliverAt(f, clk.Now(), clk.Add(2*time.Second), 50)
+	// Answers every 20 ms, the last at the moment queueing is seen.
+	deliverAt(f, clk.Now(), clk.Now().Add(2*time.Second+time.Millisecond), 50)
+	clk.Add(2 * time.Second)
 	if !f.queued(clk.Now()) {
 		t.Fatal("queued at 100/s while 50/s was delivered: no change")
 	}
-	if f.limit < 49 || f.limit > 51 {
+	if f.limit < 49.5 || f.limit > 50.5 {
 		t.Errorf("limit %.2f, want the 50/s delivered", f.limit)
+	}
+	if f.rate < 0.985*50 || f.rate > 50 {
+		t.Errorf("cruise %.2f, want 99%% of the 50/s delivered", f.rate)
 	}
 	if f.burst != 1 {
 		t.Errorf("burst %d under a queueing downstream, want 1 (the minimum)", f.burst)
