@@ -73,9 +73,12 @@ type Fairness struct {
 	MaxDeferringBytes int64
 }
 
-// The overflow's bounds when Fairness leaves them zero: enough for the
-// republishes to keep up with a partition's read rate (a window of 256
-// records over one broker round trip) without holding much memory.
+// The overflow's bounds when Fairness leaves them zero: a window of 256
+// records over one broker round trip, without holding much memory. It
+// does not keep up with a partition read as fast as it can be (about 0.4
+// of the bare read on the in-process test broker:
+// BenchmarkOverflowRepublish in sources/kafkasource), but far above any
+// rate the engine paces to.
 const (
 	DefaultMaxDeferring      = 256
 	DefaultMaxDeferringBytes = 16 << 20
