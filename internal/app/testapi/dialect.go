@@ -57,9 +57,11 @@ const (
 	// HAProxy's `sc_http_req_rate(0) gt N` does: every request, refused
 	// or not, is counted in its window, and one is refused when its
 	// window's count plus the previous window's weighted by the part of
-	// the current window still to come exceeds q (HAProxy's freq_ctr). A
-	// client that keeps sending above q gets nothing. No headers, a bare
-	// 429.
+	// the current window still to come exceeds q. The sum is HAProxy's
+	// (2.6, freq_ctr.c: read_freq_ctr_period): whole milliseconds, the
+	// previous window's share rounded down, so a client paced evenly at q
+	// is never refused. A client that keeps sending above q gets nothing.
+	// No headers, a bare 429.
 	DialectPenaltyBox
 )
 
@@ -123,8 +125,11 @@ func (s *dialectState) serve(now time.Time, cfg Config, lim *rate.Limiter) diale
 	var ok bool
 	if cfg.Dialect == DialectPenaltyBox {
 		s.count++ // counted whatever the answer
-		gone := float64(now.UnixNano()-idx*int64(w)) / float64(w)
-		ok = float64(s.count)+float64(s.prev)*(1-gone) <= float64(q)
+		// HAProxy's read_freq_ctr_period in whole milliseconds: the
+		// previous window's share is rounded down.
+		period := w.Milliseconds()
+		remain := period - (now.UnixNano()-idx*int64(w))/int64(time.Millisecond)
+		ok = s.count+s.prev*remain/period <= q
 		return dialectAnswer{ok: ok, header: h}
 	}
 	ok = s.count < q

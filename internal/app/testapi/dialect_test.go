@@ -253,6 +253,35 @@ func TestPenaltyBoxCountsRefusals(t *testing.T) {
 	}
 }
 
+// TestPenaltyBoxRoundsAsHAProxy: the previous window's share is rounded
+// down, in whole milliseconds, as HAProxy's read_freq_ctr_period does, so
+// a client paced evenly just under q is never refused (a sum in real
+// numbers refuses one at 49.5/s for 50: its previous window's 49.5 share
+// and this window's count add up to 51), and one just over q is.
+func TestPenaltyBoxRoundsAsHAProxy(t *testing.T) {
+	for _, tc := range []struct {
+		rate    float64
+		refused bool
+	}{{49.5, false}, {49.9, false}, {50.5, true}} {
+		for _, start := range phases(t, time.Second) {
+			c := testkit.NewClock(start)
+			a := NewHandler(Config{Rate: 50, Dialect: DialectPenaltyBox, Now: c.Now})
+			gap := time.Duration(float64(time.Second) / tc.rate)
+			refused := 0
+			for range 500 { // ten seconds
+				if ask(a).Code != 200 {
+					refused++
+				}
+				c.Add(gap)
+			}
+			if (refused > 0) != tc.refused {
+				t.Errorf("paced at %g/s for 50 from phase %v: %d of 500 refused, want refusals: %v",
+					tc.rate, start.Sub(t0), refused, tc.refused)
+			}
+		}
+	}
+}
+
 func TestDialectSetRateAndSpend(t *testing.T) {
 	c := testkit.NewClock(t0)
 	a := NewHandler(Config{Rate: 5, Dialect: DialectGitHub, Now: c.Now})
