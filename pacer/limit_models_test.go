@@ -72,13 +72,15 @@ func (g *gcra) setRate(now time.Time, rate float64) {
 // http_req_rate(1s) stick table: every request, refused ones included, is
 // counted in a frequency counter of one-second periods (the current
 // period's count plus the previous one's share of the second not yet
-// elapsed), and a request that finds it above the limit is refused. So a
-// client that keeps sending above the limit is refused everything.
+// elapsed, in whole milliseconds and rounded down, as 2.6's
+// read_freq_ctr_period sums them), and a request that finds it above the
+// limit is refused. So a client that keeps sending above the limit is
+// refused everything, and one paced evenly just under it never is.
 type penaltyBox struct {
-	limit      float64
+	limit      int64
 	ra         string
 	period     int64 // current period (Unix seconds)
-	curr, prev float64
+	curr, prev int64
 }
 
 func (p *penaltyBox) arrive(now time.Time) (bool, time.Duration) {
@@ -91,8 +93,8 @@ func (p *penaltyBox) arrive(now time.Time) (bool, time.Duration) {
 	}
 	p.period = sec
 	p.curr++
-	el := float64(now.Sub(time.Unix(sec, 0))) / float64(time.Second)
-	return p.curr+p.prev*(1-el) <= p.limit, 0
+	remain := 1000 - now.Sub(time.Unix(sec, 0)).Milliseconds()
+	return p.curr+p.prev*remain/1000 <= p.limit, 0
 }
 
 func (p *penaltyBox) retryAfter() string { return p.ra }

@@ -34,7 +34,7 @@ func TestLimitPropertyRandomGateways(t *testing.T) {
 		case 1:
 			gate, name = &gcra{rate: rate, burst: float64(5 + rng.IntN(20)), delay: true, ra: ra}, "nginx-delay"
 		default:
-			gate, name = &penaltyBox{limit: float64(int(rate)), ra: ra}, "haproxy-penalty-box"
+			gate, name = &penaltyBox{limit: int64(rate), ra: ra}, "haproxy-penalty-box"
 		}
 		n := 200 + rng.IntN(600)
 		phase := time.Duration(rng.IntN(1000)) * time.Millisecond

@@ -50,11 +50,6 @@ type limitRun struct {
 	// phase: the engines start this long after a whole second (windows
 	// aligned to wall-clock time are met at a random phase, as in life).
 	phase time.Duration
-	// url, when set, is a real API over the network (a gateway: see
-	// limit_realgateway_test.go), and records says what it accepted and
-	// refused, read once the engines are done.
-	url     string
-	records func() (accepted, throttled []time.Time)
 }
 
 // limitResult is what the API saw.
@@ -129,9 +124,6 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 		transport = lr.model
 	}
 	url := "http://api.test/things"
-	if lr.url != "" {
-		url, transport = lr.url, http.DefaultTransport
-	}
 	time.Sleep(lr.phase)
 	workers := max(1, lr.workers)
 	if lr.rate == 0 {
@@ -224,9 +216,6 @@ func runLimitInBubble(t testing.TB, lr limitRun) limitResult {
 	}
 	if lr.model != nil {
 		res.accepted, res.throttled = lr.model.records()
-	}
-	if lr.records != nil {
-		res.accepted, res.throttled = lr.records()
 	}
 	sort.Slice(res.accepted, func(i, j int) bool { return res.accepted[i].Before(res.accepted[j]) })
 	return res
