@@ -187,6 +187,15 @@ type limitFinder struct {
 	// limit refilled over firstSpan.
 	firstSpan time.Duration
 	firstAt   time.Time
+	// firstLate is what the downstream accepted of the start-up's requests
+	// but answered after its first throttle, counted once the wait that
+	// throttle imposed is over (firstGate; zero: no wait, or counted):
+	// answers that come back together arrive in any order, the refusal
+	// first. firstBurst+firstLate is what a window took in its first
+	// second (see refusal); firstBurst alone bounds what a probe may find
+	// saved (see tick).
+	firstLate float64
+	firstGate time.Time
 	fellAt    time.Time // the last time the limit was seen to fall (zero: never)
 	roseAgain bool      // a climb found the limit higher since it fell
 	// inexact is the headroom's cap while the limit is only bounded (not
@@ -625,7 +634,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				// guess than the bucket reading's floor (which takes a
 				// window for a bucket that emptied twice and is then at
 				// most 85% of the rate refused, 48/s for a 50/s HAProxy).
-				if q := f.firstBurst; floored && f.firstSpan > 0 && f.firstSpan < time.Second && q > burstLo && q < f.rate {
+				if q := f.firstBurst + f.firstLate; floored && f.firstSpan > 0 && f.firstSpan < time.Second && q > burstLo && q < f.rate {
 					burstLo = min(q, lfQuotaMax*f.rate)
 				} else if floored && f.firstSpan > 0 && f.firstSpan < time.Second && q >= f.rate && q <= lfQuotaOver*f.rate {
 					// That first second took a little more than the rate
@@ -681,6 +690,9 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 				f.firstBurst = float64(f.count(f.start, end))
 				if !f.firstAt.IsZero() && end.After(f.firstAt) {
 					f.firstSpan = end.Sub(f.firstAt)
+				}
+				if gateEnd.After(now) {
+					f.firstGate = gateEnd
 				}
 			}
 		case burstLo > 0:
@@ -922,7 +934,7 @@ func (f *limitFinder) penaltyBox(now, gateEnd time.Time) bool {
 	f.cleanSince = until
 	f.throts++
 	f.behaviour = BehaviourPenaltyBox
-	f.firstBurst, f.firstSpan = 0, 0 // what it took before it shut was its window's quota, not a burst
+	f.firstBurst, f.firstSpan, f.firstLate, f.firstGate = 0, 0, 0, time.Time{} // what it took before it shut was its window's quota, not a burst
 	f.probing = false
 	f.probeStep = lfProbeStep
 	f.weak = false
@@ -1062,6 +1074,14 @@ func (f *limitFinder) tick(now time.Time) bool {
 	}
 	if (f.src != From429 && f.src != FromLatency) || f.limit <= 0 || !f.hdrUntil.IsZero() {
 		return false
+	}
+	if !f.firstGate.IsZero() && !f.evidenceEnd(now).Before(f.firstGate) {
+		// The first throttle's wait is over: the start-up's answers still
+		// in flight at it count in what the start-up took. Nothing was
+		// sent during the wait, so whole slots up to its end hold no
+		// answer to a request sent after it.
+		f.firstLate = max(0, float64(f.count(f.start, f.firstGate.Add(-lfSlot)))-f.firstBurst)
+		f.firstGate = time.Time{}
 	}
 	if !f.winEnd.IsZero() && !f.evidenceEnd(now).Before(f.winEnd) {
 		// The window a refusal measured is over: the answers that were in
