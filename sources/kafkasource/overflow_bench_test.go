@@ -84,6 +84,9 @@ func hotTopic(b *testing.B, brokers []string, topic, deferTopic string, partitio
 //     stored: the rate republishes are answered at;
 //   - overflow-window1: the same with Fairness.MaxDeferring 1, one
 //     republish at a time (what a synchronous Defer did);
+//   - source-deferral: no engine, the Source's handler hands each record
+//     to the Deferral and acks it once its copy is stored: how much of
+//     the gap between read and overflow is the engine's;
 //   - peer-republish: no engine, a loop written by hand with franz-go's
 //     client that reads the partition in a consumer group and republishes
 //     every record to the same deferral topic as fast as it can, marking
@@ -112,6 +115,7 @@ func BenchmarkOverflowRepublish(b *testing.B) {
 		{"overflow-window1", func(b *testing.B, brokers []string, topic string, n int) time.Duration {
 			return overflowAll(b, brokers, topic, n, 1)
 		}},
+		{"source-deferral", sourceDeferral},
 		{"peer-republish", peerRepublish},
 		{"peer-republish-sarama", peerRepublishSarama},
 	} {
@@ -149,6 +153,114 @@ func readOnly(b *testing.B, brokers []string, topic string, n int) time.Duration
 	}()
 	<-done
 	return time.Since(first)
+}
+
+// sourceDeferral reads n records with the Source alone and hands each to
+// the Deferral, acking it once its copy is stored; from the first
+// hand-over until n copies are stored.
+func sourceDeferral(b *testing.B, brokers []string, topic string, n int) time.Duration {
+	src := groupSource(b, brokers, []string{topic}, nil)
+	d := deferral(b, brokers, topic+"-deferred")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got, stored atomic.Int64
+	var first time.Time
+	done := make(chan struct{})
+	go func() {
+		_ = src.Run(ctx, func(ctx context.Context, m *pacer.Message) error {
+			if got.Add(1) == 1 {
+				first = time.Now()
+			}
+			return d.Defer(ctx, m, func(err error) {
+				if err != nil {
+					b.Errorf("republish: %v", err)
+				}
+				_ = m.Acker.Ack(ctx)
+				if stored.Add(1) == int64(n) {
+					close(done)
+				}
+			})
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("%d of %d copies stored in 5 minutes", stored.Load(), n)
+	}
+	return time.Since(first)
+}
+
+// BenchmarkDeferralProduce is the Deferral's produce alone (b.N
+// messages handed to Defer as fast as it takes them, until every copy is
+// stored) beside franz-go's producer (acks all, idempotent) sending the
+// same copies, on the in-process broker: whether the republish's own
+// half is what keeps the overflow under the read rate.
+//
+//	go test -run '^$' -bench BenchmarkDeferralProduce -benchtime=20000x ./sources/kafkasource/
+func BenchmarkDeferralProduce(b *testing.B) {
+	brokers := testenv.Kafka(b)
+	val := make([]byte, 256)
+	b.Run("deferral", func(b *testing.B) {
+		topic := testenv.UniqueName(b, "dfp")
+		hotTopic(b, brokers, topic, topic+"-deferred", 1, 1, func(int) []byte { return val })
+		d := deferral(b, brokers, topic+"-deferred")
+		msgs := make([]*pacer.Message, b.N)
+		for i := range msgs {
+			msgs[i] = &pacer.Message{Topic: topic, Key: []byte("A"), Value: val, Offset: int64(i)}
+		}
+		var stored atomic.Int64
+		done := make(chan struct{})
+		ctx := context.Background()
+		b.ResetTimer()
+		start := time.Now()
+		for _, m := range msgs {
+			err := d.Defer(ctx, m, func(err error) {
+				if err != nil {
+					b.Errorf("republish: %v", err)
+				}
+				if stored.Add(1) == int64(b.N) {
+					close(done)
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		<-done
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	})
+	b.Run("peer-franz-go", func(b *testing.B) {
+		topic := testenv.UniqueName(b, "dfp")
+		hotTopic(b, brokers, topic, topic+"-deferred", 1, 1, func(int) []byte { return val })
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		ctx := context.Background()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic + "-deferred", Key: []byte("warm-up")}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		var stored atomic.Int64
+		done := make(chan struct{})
+		b.ResetTimer()
+		start := time.Now()
+		for i := range b.N {
+			from := deferredFrom(topic, 0, int64(i))
+			r := &kgo.Record{Topic: topic + "-deferred", Key: []byte("A"), Value: val,
+				Headers: []kgo.RecordHeader{{Key: kafkasource.HeaderDeferredFrom, Value: from}}}
+			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				if err != nil {
+					b.Errorf("produce: %v", err)
+				}
+				if stored.Add(1) == int64(b.N) {
+					close(done)
+				}
+			})
+		}
+		<-done
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+	})
 }
 
 // overflowAll runs the engine over topic's records of one key (n+64: the
