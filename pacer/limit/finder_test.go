@@ -33,6 +33,36 @@ func refuseRun(f *limitFinder, clk *testkit.Clock, refused bool) {
 	}
 }
 
+// The start-up's answers that come back in the same instant as its first
+// refusal may be taken after it (concurrent answers arrive in any order):
+// they count in what its first second took once the refusal's wait is
+// over. An answer to what was sent after the wait does not.
+func TestLimitFinderCountsTheStartUpsAnswersInFlight(t *testing.T) {
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	for range 49 {
+		f.delivered(clk.Now(), 1)
+		clk.Add(5 * time.Millisecond)
+	}
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	f.delivered(clk.Now(), 1) // the 50th, taken after the refusal
+	if f.firstBurst != 49 {
+		t.Fatalf("first burst %.0f at the refusal, want the 49 answered before it", f.firstBurst)
+	}
+	clk.Add(500 * time.Millisecond)
+	f.tick(clk.Now())
+	if f.firstLate != 0 {
+		t.Fatalf("%.0f counted late while the wait lasts, want 0 until it is over", f.firstLate)
+	}
+	clk.Add(500 * time.Millisecond) // the wait is over
+	f.delivered(clk.Now().Add(5*time.Millisecond), 1)
+	clk.Add(20 * time.Millisecond)
+	f.tick(clk.Now())
+	if q := f.firstBurst + f.firstLate; q != 50 {
+		t.Errorf("the start-up's first second took %.0f, want 50: 49 before the refusal, 1 in flight at it, not the one sent after the wait", q)
+	}
+}
+
 // A throttle right after another, following a clean cruise, means the
 // API's limit fell: the finder comes down between what the API accepted
 // over the two throttles (the wait included) and the rate it refused, not
