@@ -59,8 +59,8 @@ const (
 	// window's count plus the previous window's weighted by the part of
 	// the current window still to come exceeds q. The sum is HAProxy's
 	// (2.6, freq_ctr.c: read_freq_ctr_period): whole milliseconds, the
-	// previous window's share rounded down, so a client paced evenly at q
-	// is never refused. A client that keeps sending above q gets nothing.
+	// previous window's share rounded down, so a client paced evenly just
+	// under q is never refused. A client that keeps sending above q gets nothing.
 	// No headers, a bare 429.
 	DialectPenaltyBox
 )
