@@ -75,7 +75,7 @@ type Fairness struct {
 
 // The overflow's bounds when Fairness leaves them zero: a window of 256
 // records over one broker round trip, without holding much memory. It
-// does not keep up with a partition read as fast as it can be (about 0.4
+// does not keep up with a partition read as fast as it can be (0.4-0.55
 // of the bare read on the in-process test broker:
 // BenchmarkOverflowRepublish in sources/kafkasource), but far above any
 // rate the engine paces to.
