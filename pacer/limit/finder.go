@@ -85,7 +85,6 @@ const (
 	lfStillExact      = 0.95             // a measure this close under an exact limit keeps it exact
 	lfAllTaken        = 0.97             // accepted at this share of the rate sent: the API took all of it
 	lfVolatile        = 2 * time.Minute  // after a fall, probes come every lfProbeVolatile for this long
-	lfProbeVolatile   = 5 * time.Second  // a limit that just fell may rise as suddenly
 	lfEpisode         = 500 * time.Millisecond
 	lfCycle           = 5 * time.Second // a throttle this soon after the last one is a quick one
 	lfBurstShare      = 0.05            // burst after a throttle: 50ms worth of the rate
@@ -98,6 +97,11 @@ const (
 	lfDrain           = 2 * time.Second // after a probe filled a queue, drain it this long
 	lfDrainShare      = 0.95            // at this share of the cruise
 )
+
+// lfProbeVolatile is how long after a refused probe's pause a limit that
+// just fell is probed again: it may rise as suddenly (at 20/s behind a
+// 1 s Retry-After, a probe about every 7 s; see lfVolatile).
+const lfProbeVolatile = 5500 * time.Millisecond
 
 // limitFinder learns the downstream's real limit, the way BBR estimates a
 // path's bandwidth: from the rate the downstream accepted, not from each
@@ -1208,6 +1212,14 @@ func (f *limitFinder) tick(now time.Time) bool {
 	f.probeRate = f.clamp(f.limit * (1 + step))
 	if f.upper > f.limit {
 		f.probeRate = f.clamp(max(min(f.probeRate, (f.limit+f.upper)/2), f.limit*min(1+step, lfProbeMin)))
+	}
+	if !f.exact && f.firstBurst > 0 && !f.fellAt.IsZero() && now.Sub(f.fellAt) < lfVolatile && !f.roseAgain &&
+		f.behaviour != BehaviourPenaltyBox {
+		// The limit fell a moment ago and has not risen since: each
+		// probe's step spends the burst within lfProbeLen, so a probe
+		// lasts no longer than that (a 25% step over 20/s would need 2 s
+		// to spend a burst of 10), whatever the last refused rate.
+		f.probeRate = max(f.probeRate, f.clamp(f.limit+f.firstBurst/lfProbeLen.Seconds()))
 	}
 	f.rate = f.probeRate
 	// Long enough that the downstream's burst (what it took before its

@@ -681,6 +681,56 @@ func TestLimitFinderProbesAsOftenAsTheirPauseAllows(t *testing.T) {
 	}
 }
 
+// After the limit fell, a probe's step spends the API's burst (bounded by
+// what the start-up took before its first refusal) within lfProbeLen: a
+// 25% step over 20/s would take 2 s to spend a burst of 10, and the climb
+// back to a risen limit would start with two such probes. A probe
+// refused while the limit holds does not shrink the next one (the limit
+// may have risen since), and each costs no more than a small step's: the
+// burst it spent, then the pause.
+func TestLimitFinderProbesAfterAFallSpendTheBurstInASecond(t *testing.T) {
+	const burst = 10.0
+	clk := testkit.NewClock(testkit.T0)
+	f := newLimitFinder(100, 1, 50, 1, clk.Now())
+	deliverAt(f, clk.Now(), clk.Add(65*time.Millisecond), burst/0.065+50)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.firstBurst < burst {
+		t.Fatalf("burst bound %.1f after the start-up, want at least %g", f.firstBurst, burst)
+	}
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(30*time.Second), min(f.rate, 50))
+	// The limit falls to 20: refused, then refused again soon after.
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), clk.Add(800*time.Millisecond), 20)
+	f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	if f.fellAt.IsZero() || f.exact {
+		t.Fatalf("limit %.1f (exact %v, fell at %v): want a fall to a bound", f.limit, f.exact, f.fellAt)
+	}
+	for i := range 2 {
+		clk.Add(time.Second)
+		deliverAt(f, clk.Now(), f.nextProbe, f.rate)
+		clk.Set(f.nextProbe)
+		for range 3 { // the creep of a bound may come first
+			if f.tick(clk.Now()); f.probing {
+				break
+			}
+		}
+		if !f.probing {
+			t.Fatalf("probe %d: none at %v (rate %.1f)", i, f.nextProbe, f.rate)
+		}
+		t.Logf("probe %d: %.1f over a limit of %.1f for %v (burst bound %.1f)", i, f.probeRate, f.limit, f.probeLen, f.firstBurst)
+		if f.probeRate < f.limit+f.firstBurst-1e-9 || f.probeLen > lfProbeLen {
+			t.Errorf("probe %d: %.1f over a limit of %.1f for %v; want a step of at least the burst bound %.1f, over within %v",
+				i, f.probeRate, f.limit, f.probeLen, f.firstBurst, lfProbeLen)
+		}
+		// The limit held: refused once the burst is spent.
+		took := time.Duration(burst / (f.probeRate - 20) * float64(time.Second))
+		deliverAt(f, clk.Now(), clk.Add(took), f.probeRate)
+		f.throttle(clk.Now(), clk.Now().Add(time.Second))
+	}
+}
+
 // A limit only bounded (not measured exactly) is cruised at 95% of the
 // bound after a refusal; a clean cruise raises that share by a point per
 // lfInexactClean up to lfHeadroom, and the next refusal sets it back.
