@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"sort"
@@ -356,16 +357,18 @@ func TestLimitFixedWindowHeaders(t *testing.T) {
 // throttle soon after another is taken between what the API accepted over
 // the two, the wait included, and the rate it refused; or bounded by what
 // the API's burst can hold). The rise is found by the first probe after
-// it: for two minutes after a fall a probe comes every 5 s
-// (lfProbeVolatile), and once one passes the next follows at once, so the
-// climb from 20 to 80 takes about 8 s. The delivered rate is at 90% of the
-// new limit, three seconds in a row, 7.75-15.25 s after the rise (median
-// 11.5 s, over four runs of the 16 moments; it was 26-30 s with a probe
-// every 15 s after a fall and a second between a climb's probes): the
-// target is NOT MET, by a quarter of a second, where the last probe
-// before the rise was refused just before it, so the bound below is 16 s.
-// The price: holding 20/s after the fall, those 5-s probes deliver 18.6/s
-// over the two minutes (19.4/s probing every 15 s).
+// it: for two minutes after a fall a probe comes 5.5 s after each refused
+// probe's pause (lfProbeVolatile), its step spending the API's burst
+// within a second (the start-up's first refusal bounds the burst), and
+// once one passes the next follows at once, so the climb from 20 to 80
+// takes about 5 s. The delivered rate is at 90% of the new limit, three
+// seconds in a row, 5.5-13 s after the rise (over five runs of the 16
+// moments; 7.75-15.25 s with 25% steps, whose first two probes over 20/s
+// lasted 2.1 and 1.4 s; 26-30 s with a probe every 15 s after a fall):
+// met. The price: holding 20/s, each refused probe gains the burst and
+// loses its 1 s pause, so some 10-s windows deliver 17.0/s (two pauses in
+// them), as with the 25% steps; the window checked below delivers
+// 18.9-19.6/s.
 func TestLimitChanges(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -409,14 +412,26 @@ func TestLimitChanges(t *testing.T) {
 				}
 				within(10*time.Second, step, 50)
 				within(step+tc.settle, step+tc.settle+10*time.Second, 20)
+				if tc.h != testapi.HeadersAll {
+					// Each refused probe costs its pause: the worst 10 s
+					// held at 20/s, for the record (the window above is one
+					// of them).
+					worst, at := math.Inf(1), time.Duration(0)
+					for from := step + tc.settle; from+10*time.Second <= rise; from += 250 * time.Millisecond {
+						if got := r.rateIn(from, from+10*time.Second); got < worst {
+							worst, at = got, from
+						}
+					}
+					t.Logf("the worst 10 s held at 20/s: %.1f/s from %v", worst, at)
+				}
 				if tc.h == testapi.HeadersAll {
 					within(rise+5*time.Second, rise+15*time.Second, 80)
 					return
 				}
 				found := r.reached(rise, 0.9*80)
 				t.Logf("the rise to 80/s followed %v after it (target 15s)", found)
-				if found > 16*time.Second {
-					t.Errorf("the rise to 80/s followed %v after it, want within 16s (target 15s)", found)
+				if found > 15*time.Second {
+					t.Errorf("the rise to 80/s followed %v after it, want within 15s", found)
 				}
 			})
 		}
