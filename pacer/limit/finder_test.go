@@ -23,6 +23,22 @@ func deliverAt(f *limitFinder, from, to time.Time, rate float64) {
 	}
 }
 
+// startProbe cruises f a second after a pause, delivering at its rate,
+// until its next probe, and ticks it there until the probe starts (the
+// creep of a bound may come first); t fails if none does.
+func startProbe(t *testing.T, f *limitFinder, clk *testkit.Clock) {
+	t.Helper()
+	clk.Add(time.Second)
+	deliverAt(f, clk.Now(), f.nextProbe, f.rate)
+	clk.Set(f.nextProbe)
+	for range 3 {
+		if f.tick(clk.Now()); f.probing {
+			return
+		}
+	}
+	t.Fatalf("no probe at %v (rate %.1f)", f.nextProbe, f.rate)
+}
+
 // refuseRun answers 20 requests 10 ms apart with refusals (429s when
 // refused, else 503s and timeouts) and nothing accepted: a penalty box
 // shut, or an outage.
@@ -652,17 +668,7 @@ func TestLimitFinderProbesAsOftenAsTheirPauseAllows(t *testing.T) {
 	// The limit rises again (to 50): the probe passes, the next starts at
 	// once, and the one refused after that climb puts the probes back at
 	// the usual pace for what is left of the volatile spell.
-	clk.Add(time.Second)
-	deliverAt(f, clk.Now(), f.nextProbe, f.rate)
-	clk.Set(f.nextProbe)
-	for range 3 { // the creep of a bound may come first
-		if f.tick(clk.Now()); f.probing {
-			break
-		}
-	}
-	if !f.probing {
-		t.Fatalf("no probe at %v (rate %.1f)", f.nextProbe, f.rate)
-	}
+	startProbe(t, f, clk)
 	probeEnd := clk.Now().Add(f.probeLen)
 	deliverAt(f, clk.Now(), probeEnd, f.probeRate)
 	clk.Set(probeEnd.Add(f.lat))
@@ -708,17 +714,7 @@ func TestLimitFinderProbesAfterAFallSpendTheBurstInASecond(t *testing.T) {
 		t.Fatalf("limit %.1f (exact %v, fell at %v): want a fall to a bound", f.limit, f.exact, f.fellAt)
 	}
 	for i := range 2 {
-		clk.Add(time.Second)
-		deliverAt(f, clk.Now(), f.nextProbe, f.rate)
-		clk.Set(f.nextProbe)
-		for range 3 { // the creep of a bound may come first
-			if f.tick(clk.Now()); f.probing {
-				break
-			}
-		}
-		if !f.probing {
-			t.Fatalf("probe %d: none at %v (rate %.1f)", i, f.nextProbe, f.rate)
-		}
+		startProbe(t, f, clk)
 		t.Logf("probe %d: %.1f over a limit of %.1f for %v (burst bound %.1f)", i, f.probeRate, f.limit, f.probeLen, f.firstBurst)
 		if f.probeRate < f.limit+f.firstBurst-1e-9 || f.probeLen > lfProbeLen {
 			t.Errorf("probe %d: %.1f over a limit of %.1f for %v; want a step of at least the burst bound %.1f, over within %v",
