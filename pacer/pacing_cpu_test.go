@@ -9,25 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/app/testapi"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/pacer/pacertest"
 	"github.com/pacer-dev/pacer/sinks/httpsink"
 )
-
-// cpuTime is the process's user+system CPU time so far (getrusage).
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkPacingCPU runs the engine for 2 s of real time on a backlog
 // (rate x 3 s messages, bucket starting empty, an in-memory sink), or on
@@ -136,9 +127,9 @@ func BenchmarkPacingCPUHTTP(b *testing.B) {
 func runMeasured(b *testing.B, e *pacer.Engine) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	cpu0, t0 := cpuTime(b), time.Now()
+	cpu0, t0 := testkit.ProcessCPU(), time.Now()
 	err := e.Run(ctx)
-	cpu, wall := cpuTime(b)-cpu0, time.Since(t0)
+	cpu, wall := testkit.ProcessCPU()-cpu0, time.Since(t0)
 	if err != nil {
 		b.Fatal(err)
 	}

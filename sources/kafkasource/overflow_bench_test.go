@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/pacer-dev/pacer/algorithms"
 	"github.com/pacer-dev/pacer/internal/testsupport/testenv"
+	"github.com/pacer-dev/pacer/internal/testsupport/testkit"
 	"github.com/pacer-dev/pacer/pacer"
 	"github.com/pacer-dev/pacer/sources/kafkasource"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -125,9 +126,9 @@ func BenchmarkOverflowRepublish(b *testing.B) {
 			topic := testenv.UniqueName(b, "ovb")
 			hotTopic(b, brokers, topic, topic+"-deferred", 1, b.N+64, func(int) []byte { return val })
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := testkit.ProcessCPU()
 			took := tc.run(b, brokers, topic, b.N)
-			reportCPU(b, processCPU()-cpu0, b.N)
+			reportCPU(b, testkit.ProcessCPU()-cpu0, b.N)
 			b.ReportMetric(float64(b.N)/took.Seconds(), "msgs/s")
 		})
 	}
@@ -136,7 +137,7 @@ func BenchmarkOverflowRepublish(b *testing.B) {
 // reportCPU reports the process's CPU time per message over a run of n
 // (cpu-us/msg), the in-process broker's share included: on a machine
 // whose cores the run keeps busy, what sets how fast a variant can go.
-// Not reported where processCPU does not measure.
+// Not reported where testkit.ProcessCPU does not measure.
 func reportCPU(b *testing.B, cpu time.Duration, n int) {
 	if cpu > 0 && n > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-us/msg")
@@ -226,7 +227,7 @@ func BenchmarkDeferralProduce(b *testing.B) {
 		done := make(chan struct{})
 		ctx := context.Background()
 		b.ResetTimer()
-		start, cpu0 := time.Now(), processCPU()
+		start, cpu0 := time.Now(), testkit.ProcessCPU()
 		for _, m := range msgs {
 			err := d.Defer(ctx, m, func(err error) {
 				if err != nil {
@@ -241,7 +242,7 @@ func BenchmarkDeferralProduce(b *testing.B) {
 			}
 		}
 		<-done
-		reportCPU(b, processCPU()-cpu0, b.N)
+		reportCPU(b, testkit.ProcessCPU()-cpu0, b.N)
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 	})
 	b.Run("peer-franz-go", func(b *testing.B) {
@@ -259,7 +260,7 @@ func BenchmarkDeferralProduce(b *testing.B) {
 		var stored atomic.Int64
 		done := make(chan struct{})
 		b.ResetTimer()
-		start, cpu0 := time.Now(), processCPU()
+		start, cpu0 := time.Now(), testkit.ProcessCPU()
 		for i := range b.N {
 			from := deferredFrom(topic, 0, int64(i))
 			r := &kgo.Record{Topic: topic + "-deferred", Key: []byte("A"), Value: val,
@@ -274,7 +275,7 @@ func BenchmarkDeferralProduce(b *testing.B) {
 			})
 		}
 		<-done
-		reportCPU(b, processCPU()-cpu0, b.N)
+		reportCPU(b, testkit.ProcessCPU()-cpu0, b.N)
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 	})
 }
