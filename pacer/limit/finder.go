@@ -747,7 +747,7 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 		// in 50 s).
 		every = max(every, min(time.Duration(float64(gateEnd.Sub(now))/lfProbeShare), lfProbeCostly))
 	}
-	if !f.fellAt.IsZero() && now.Sub(f.fellAt) < lfVolatile {
+	if f.fellWithin(now) {
 		// The limit fell a moment ago: it may rise again as suddenly, so
 		// for a while it is probed every lfProbeVolatile at least, whatever
 		// that costs; once it rose again, every lfProbeFirst.
@@ -770,6 +770,12 @@ func (f *limitFinder) refusal(now, gateEnd time.Time, refused bool) bool {
 	f.burst = f.burstFor(f.rate)
 	f.propose(algorithms.LimitProposal{Limit: f.limit, Rate: f.rate, Throttle: now})
 	return true
+}
+
+// fellWithin reports whether the limit was seen to fall less than
+// lfVolatile before now: it may move again, so it is probed often.
+func (f *limitFinder) fellWithin(now time.Time) bool {
+	return !f.fellAt.IsZero() && now.Sub(f.fellAt) < lfVolatile
 }
 
 // queued folds in an interval whose latency showed the downstream queues
@@ -1213,8 +1219,7 @@ func (f *limitFinder) tick(now time.Time) bool {
 	if f.upper > f.limit {
 		f.probeRate = f.clamp(max(min(f.probeRate, (f.limit+f.upper)/2), f.limit*min(1+step, lfProbeMin)))
 	}
-	if !f.exact && f.firstBurst > 0 && !f.fellAt.IsZero() && now.Sub(f.fellAt) < lfVolatile && !f.roseAgain &&
-		f.behaviour != BehaviourPenaltyBox {
+	if !f.exact && f.firstBurst > 0 && f.fellWithin(now) && !f.roseAgain && f.behaviour != BehaviourPenaltyBox {
 		// The limit fell a moment ago and has not risen since: each
 		// probe's step spends the burst within lfProbeLen, so a probe
 		// lasts no longer than that (a 25% step over 20/s would need 2 s
